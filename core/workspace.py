@@ -1,0 +1,209 @@
+"""The devtune workspace: a folder laid out as LLaMA-Factory users expect, plus devtune's state.
+
+    data/                   dataset_dir: JSONL files and dataset_info.json
+    configs/                train YAML, DeepSpeed JSON, merge YAML, serve settings
+    saves/<run>/            LLaMA-Factory output_dir of each run
+    exports/<name>/         merged models
+    models/                 local base models (the demo's tiny model)
+    .devtune/state.json     the wizard's state (WizardState, atomic, locked)
+    .devtune/runs/<run>/    run.json, stdout.log, stderr.log, gpu.jsonl
+    .devtune/servers/<id>/  server.json, stdout.log, stderr.log, api key file
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Callable, Iterator
+
+from pydantic import BaseModel, Field, ValidationError
+
+from core.atomicfile import write_atomic
+
+SCHEMA_VERSION = 1
+STEP_IDS = ("data", "doctor", "config", "train", "merge", "playground")
+ENV_WORKSPACE = "DEVTUNE_WORKSPACE"
+
+
+class StepStatus(str, Enum):
+    NOT_STARTED = "not_started"
+    ATTENTION = "attention"
+    DONE = "done"
+
+
+class StepRecord(BaseModel):
+    status: StepStatus = StepStatus.NOT_STARTED
+    summary: str = ""  # one line: what the step found or produced
+    updated: float = 0.0
+
+
+class WizardState(BaseModel):
+    """Everything the wizard remembers about one workspace between sessions."""
+
+    schema_version: int = SCHEMA_VERSION
+    current_step: str = "data"
+    steps: dict[str, StepRecord] = Field(default_factory=dict)
+    dataset_file: str | None = None  # workspace-relative path of the chosen dataset
+    dataset_name: str | None = None  # its name in data/dataset_info.json
+    config_file: str | None = None  # workspace-relative path of the train YAML
+    active_run: str | None = None
+    export_dir: str | None = None
+    active_server: str | None = None
+    settings: dict[str, str] = Field(default_factory=dict)  # small UI preferences
+
+    def step(self, step_id: str) -> StepRecord:
+        return self.steps.get(step_id) or StepRecord()
+
+    def set_step(self, step_id: str, status: StepStatus, summary: str = "") -> None:
+        self.steps[step_id] = StepRecord(status=status, summary=summary, updated=time.time())
+
+
+class StateError(Exception):
+    """The state file cannot be used as it is (message says why and what was done)."""
+
+
+class StateFromNewerDevtune(StateError):
+    """The state was written by a newer devtune: never overwritten by this one."""
+
+
+class StateUnreadable(StateError):
+    """The state file was damaged; it was moved aside (kept, not lost) and a fresh state starts."""
+
+
+@dataclass(frozen=True)
+class Workspace:
+    root: Path
+
+    @classmethod
+    def resolve(cls, arg: str | os.PathLike | None = None) -> "Workspace":
+        """-w/--workspace wins, then $DEVTUNE_WORKSPACE, then the current folder."""
+        chosen = arg or os.environ.get(ENV_WORKSPACE) or os.getcwd()
+        return cls(Path(chosen).expanduser().resolve())
+
+    # layout
+    @property
+    def data_dir(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def configs_dir(self) -> Path:
+        return self.root / "configs"
+
+    @property
+    def saves_dir(self) -> Path:
+        return self.root / "saves"
+
+    @property
+    def exports_dir(self) -> Path:
+        return self.root / "exports"
+
+    @property
+    def models_dir(self) -> Path:
+        return self.root / "models"
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / ".devtune"
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.state_dir / "runs"
+
+    @property
+    def servers_dir(self) -> Path:
+        return self.state_dir / "servers"
+
+    @property
+    def cache_dir(self) -> Path:
+        """HF_HOME, XDG_CACHE_HOME, TORCH_EXTENSIONS_DIR for the processes devtune launches."""
+        return self.state_dir / "cache"
+
+    @property
+    def state_file(self) -> Path:
+        return self.state_dir / "state.json"
+
+    def ensure(self) -> "Workspace":
+        if self.root.exists() and not self.root.is_dir():
+            raise NotADirectoryError(f"workspace {self.root} is a file, not a folder")
+        for d in (self.data_dir, self.configs_dir, self.saves_dir, self.exports_dir,
+                  self.runs_dir, self.servers_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        return self
+
+    def rel(self, path: str | os.PathLike) -> str:
+        """A path as the person should read it: relative to the workspace when inside it."""
+        p = Path(path)
+        try:
+            return str(p.resolve().relative_to(self.root))
+        except ValueError:
+            return str(p)
+
+    def abs(self, path: str | os.PathLike) -> Path:
+        p = Path(path)
+        return p if p.is_absolute() else self.root / p
+
+    # state
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """An exclusive lock on the state (flock): two devtune processes never interleave writes."""
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.state_dir / "state.lock", "a") as fh:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+    def load_state(self) -> WizardState:
+        """The saved state, or a fresh one. A state file that cannot be read is kept aside, not lost."""
+        try:
+            raw = self.state_file.read_bytes()
+        except FileNotFoundError:
+            return WizardState()
+        try:
+            state = WizardState.model_validate_json(raw)
+        except ValidationError as exc:
+            version = _peek_version(raw)
+            if version is not None and version > SCHEMA_VERSION:
+                raise StateFromNewerDevtune(
+                    f"{self.state_file} was written by a newer devtune (schema {version}, this one reads "
+                    f"{SCHEMA_VERSION}); upgrade devtune or use another workspace"
+                ) from exc
+            kept = self.state_file.with_name(f"state.json.unreadable-{int(time.time())}")
+            os.replace(self.state_file, kept)
+            raise StateUnreadable(f"{self.state_file} could not be read ({exc.errors()[0]['msg']}); "
+                             f"it was kept as {kept.name} and a fresh state started") from exc
+        if state.schema_version > SCHEMA_VERSION:
+            raise StateFromNewerDevtune(
+                f"{self.state_file} was written by a newer devtune (schema {state.schema_version})")
+        return state
+
+    def save_state(self, state: WizardState) -> None:
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.state_file, state.model_dump_json(indent=2) + "\n")
+
+    def update_state(self, mutate: Callable[[WizardState], None]) -> WizardState:
+        """Read, change and write the state under the lock; returns the new state."""
+        with self.locked():
+            try:
+                state = self.load_state()
+            except StateUnreadable:
+                state = WizardState()  # the damaged file was kept aside by load_state
+            mutate(state)
+            self.save_state(state)
+            return state
+
+
+def _peek_version(raw: bytes) -> int | None:
+    import json
+
+    try:
+        value = json.loads(raw).get("schema_version")
+    except (ValueError, AttributeError):
+        return None
+    return value if isinstance(value, int) else None

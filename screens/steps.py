@@ -1,0 +1,33 @@
+"""The wizard's steps, in order. A step is listed here when its screen has landed.
+
+Screens are imported lazily (by dotted path) so the wizard's first paint loads only the step
+the person is on.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class StepInfo:
+    id: str
+    title: str
+    screen: str  # "module:Class"
+    blurb: str  # what the step is for, one line
+
+    def load(self):
+        module, _, cls = self.screen.partition(":")
+        return getattr(importlib.import_module(module), cls)
+
+
+STEPS: tuple[StepInfo, ...] = ()
+
+
+def step_ids() -> tuple[str, ...]:
+    return tuple(s.id for s in STEPS)
+
+
+def get_step(step_id: str) -> StepInfo | None:
+    return next((s for s in STEPS if s.id == step_id), None)

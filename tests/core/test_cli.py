@@ -1,0 +1,43 @@
+import json
+
+from tui.cli import _split_workspace_positional, build_parser
+
+
+def test_version_and_help(devtune_cli):
+    out = devtune_cli("--version")
+    assert out.returncode == 0 and out.stdout.startswith("devtune ")
+    out = devtune_cli("--help")
+    assert out.returncode == 0 and "demo" in out.stdout and "Exit codes" in out.stdout
+
+
+def test_usage_error_exits_2(devtune_cli):
+    out = devtune_cli("demo")
+    assert out.returncode == 2 and "DIR" in out.stderr
+
+
+def test_positional_workspace_is_not_a_command():
+    _, names = build_parser()
+    assert _split_workspace_positional(["myws"], names) == ([], "myws")
+    assert _split_workspace_positional(["demo", "x"], names) == (["demo", "x"], None)
+    assert _split_workspace_positional(["-w", "x", "demo", "y"], names) == (["-w", "x", "demo", "y"], None)
+
+
+def test_wizard_refuses_without_a_terminal(devtune_cli, tmp_path):
+    out = devtune_cli(str(tmp_path))
+    assert out.returncode == 2 and "terminal" in out.stderr
+
+
+def test_demo_seeds_and_keeps_edits(devtune_cli, tmp_path):
+    ws = tmp_path / "demo"
+    first = devtune_cli("demo", str(ws))
+    assert first.returncode == 0, first.stderr
+    assert (ws / "data" / "support_messy.jsonl").exists()
+    assert (ws / "models" / "tiny-llama3" / "model.safetensors").exists()
+    meta = json.loads((ws / "models" / "tiny-llama3" / "devtune_model.json").read_text())
+    assert meta["template"] == "llama3"
+    (ws / "data" / "qa_pairs.json").write_text("[]")
+    again = devtune_cli("demo", str(ws))
+    assert again.returncode == 0
+    assert "kept your edited files" in again.stdout and "qa_pairs.json" in again.stdout
+    assert "already built" in again.stdout
+    assert (ws / "data" / "qa_pairs.json").read_text() == "[]"

@@ -1,0 +1,180 @@
+"""The devtune wizard: one Textual mode per step, a stepper, help, the command palette, and the
+workspace state restored when the same workspace is opened again.
+
+The app is a viewer of the workspace: training, export and serving run in their own detached
+processes, so quitting (or losing the SSH connection) stops none of them.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from typing import Callable, Iterable
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+
+from core.workspace import StateError, StepStatus, WizardState, Workspace
+from screens.steps import STEPS, get_step, step_ids
+
+TERMINAL_CHECK_SECONDS = 5.0
+
+
+class DevtuneApp(App[int]):
+    TITLE = "devtune"
+    CSS_PATH = "app.tcss"
+    ENABLE_COMMAND_PALETTE = True
+    BINDINGS = [
+        Binding("f1", "help", "Help", id="app.help"),
+        Binding("ctrl+q", "quit", "Quit", priority=True, id="app.quit"),
+        Binding("right_square_bracket", "next_step", "Next step", key_display="]", id="app.next_step"),
+        Binding("left_square_bracket", "prev_step", "Previous step", key_display="[", id="app.prev_step"),
+        *[
+            Binding(str(n), f"goto_step_number({n})", f"Go to step {n}", show=False, id=f"app.step_{n}")
+            for n in range(1, 7)
+        ],
+    ]
+
+    def __init__(self, ws: Workspace, *, watch_terminal: bool = True) -> None:
+        super().__init__()
+        self.ws = ws
+        self.watch_terminal = watch_terminal
+        self.state_problem: str | None = None
+        try:
+            self.state: WizardState = ws.load_state()
+        except StateError as exc:
+            self.state = WizardState()
+            self.state_problem = str(exc)
+        for step in STEPS:
+            self.add_mode(step.id, self._screen_factory(step.id))
+
+    @staticmethod
+    def _screen_factory(step_id: str) -> Callable[[], Screen]:
+        def make() -> Screen:
+            return get_step(step_id).load()()
+
+        return make
+
+    # lifecycle
+    def on_mount(self) -> None:
+        self.ws.ensure()
+        self.sub_title = str(self.ws.root)
+        if STEPS:
+            start = self.state.current_step if self.state.current_step in step_ids() else STEPS[0].id
+            self.switch_mode(start)
+        if self.state_problem:
+            self.notify(self.state_problem, severity="warning", timeout=10)
+        if self.watch_terminal:
+            self._watch_terminal()
+
+    def _watch_terminal(self) -> None:
+        """Quit when the terminal goes away (SSH drop): no orphan UI spinning on a dead TTY."""
+        try:
+            import asyncio
+
+            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self._terminal_lost)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
+        self.set_interval(TERMINAL_CHECK_SECONDS, self._check_terminal, name="terminal-check")
+
+    def _check_terminal(self) -> None:
+        try:
+            alive = os.isatty(sys.__stdin__.fileno()) and os.getppid() != 1
+            if alive:
+                os.tcgetpgrp(sys.__stdin__.fileno())
+        except (OSError, ValueError, AttributeError):
+            alive = False
+        if not alive:
+            self._terminal_lost()
+
+    def _terminal_lost(self) -> None:
+        self.exit(0)
+
+    # state
+    def set_step_status(self, step_id: str, status: str, summary: str = "") -> None:
+        self._update_state(lambda s: s.set_step(step_id, StepStatus(status), summary))
+
+    def remember(self, **fields) -> None:
+        """Store chosen things (dataset_file=..., config_file=...) in the workspace state."""
+
+        def apply(s: WizardState) -> None:
+            for key, value in fields.items():
+                setattr(s, key, value)
+
+        self._update_state(apply)
+
+    def _update_state(self, mutate: Callable[[WizardState], None]) -> None:
+        mutate(self.state)
+        self._refresh_stepper()
+        self.run_worker(lambda: self._persist(mutate), thread=True, group="state",
+                        exit_on_error=False, description="saving the workspace state")
+
+    def _persist(self, mutate: Callable[[WizardState], None]) -> None:
+        # read-modify-write under the workspace lock, so a CLI command running meanwhile is not clobbered
+        fresh = self.ws.update_state(mutate)
+        self.call_from_thread(self._adopt_state, fresh)
+
+    def _adopt_state(self, fresh: WizardState) -> None:
+        self.state = fresh
+        self._refresh_stepper()
+
+    def _refresh_stepper(self) -> None:
+        from tui.widgets.stepper import Stepper
+
+        for stepper in self.screen.query(Stepper):
+            stepper.refresh_steps()
+
+    # navigation
+    def action_goto_step(self, step_id: str) -> None:
+        if get_step(step_id) is None:
+            return
+        self.switch_mode(step_id)
+        if self.state.current_step != step_id:
+            self._update_state(lambda s: setattr(s, "current_step", step_id))
+
+    def action_goto_step_number(self, number: int) -> None:
+        if 1 <= number <= len(STEPS):
+            self.action_goto_step(STEPS[number - 1].id)
+
+    def _move(self, delta: int) -> None:
+        ids = step_ids()
+        if not ids:
+            return
+        here = ids.index(self.current_mode) if self.current_mode in ids else 0
+        self.action_goto_step(ids[max(0, min(len(ids) - 1, here + delta))])
+
+    def action_next_step(self) -> None:
+        self._move(+1)
+
+    def action_prev_step(self) -> None:
+        self._move(-1)
+
+    def action_help(self) -> None:
+        from tui.help import HelpScreen, binding_rows
+
+        here = [a.binding for a in self.screen.active_bindings.values() if a.node is not self]
+        self.push_screen(HelpScreen([
+            ("This step", binding_rows(here)),
+            ("Everywhere", binding_rows(list(self.BINDINGS)) + [("1-6", "Go to step 1-6")]),
+        ]))
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for n, step in enumerate(STEPS, 1):
+            yield SystemCommand(f"Go to step {n}: {step.title}", step.blurb,
+                                lambda sid=step.id: self.action_goto_step(sid))
+        yield SystemCommand("Help: keys", "Show every key binding", self.action_help)
+        # every action bound on the current step, so nothing is reachable by key only
+        seen = set()
+        for key, active in screen.active_bindings.items():
+            binding = active.binding
+            if not binding.description or active.node is self or binding.action in seen:
+                continue
+            seen.add(binding.action)
+            yield SystemCommand(
+                binding.description,
+                binding.tooltip or f"key: {binding.key_display or key}",
+                lambda node=active.node, action=binding.action: self.run_action(action, node),
+            )

@@ -1,0 +1,36 @@
+"""`devtune demo DIR`: seed a demo workspace with the sample data and the tiny CPU model."""
+
+from __future__ import annotations
+
+import sys
+
+from tui.commands.output import err
+
+
+def register(sub, add_common) -> list[str]:
+    p = sub.add_parser(
+        "demo",
+        help="seed a demo workspace (sample data + tiny CPU model)",
+        description="Seed DIR with devtune's messy sample data and a tiny LLaMA model built locally, so the "
+        "whole journey (data, config, train, merge, serve, chat) runs on a CPU. Re-running keeps your edits.",
+    )
+    add_common(p)
+    p.add_argument("dir", metavar="DIR", help="the folder to seed (created if missing)")
+    p.set_defaults(handler=run_demo)
+    return ["demo"]
+
+
+def run_demo(args) -> int:
+    from core.demo import seed_demo
+    from core.workspace import Workspace
+
+    ws = Workspace.resolve(args.dir)
+    try:
+        report = seed_demo(ws, progress=lambda m: print(f"  {m}", file=sys.stderr))
+    except (OSError, ValueError) as exc:
+        err(str(exc))
+        return 2
+    for line in report.lines():
+        print(line)
+    print(f"\nNext: devtune {ws.root}   (or: devtune -w {ws.root} data lint data/support_messy.jsonl)")
+    return 0
