@@ -29,5 +29,6 @@ def step_ids() -> tuple[str, ...]:
     return tuple(s.id for s in STEPS)
 
 
+
 def get_step(step_id: str) -> StepInfo | None:
     return next((s for s in STEPS if s.id == step_id), None)

@@ -17,7 +17,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from core.workspace import StateError, StepStatus, WizardState, Workspace
-from screens.steps import STEPS, get_step, step_ids
+from screens import steps as step_registry
 
 TERMINAL_CHECK_SECONDS = 5.0
 
@@ -47,13 +47,13 @@ class DevtuneApp(App[int]):
         except StateError as exc:
             self.state = WizardState()
             self.state_problem = str(exc)
-        for step in STEPS:
+        for step in step_registry.STEPS:
             self.add_mode(step.id, self._screen_factory(step.id))
 
     @staticmethod
     def _screen_factory(step_id: str) -> Callable[[], Screen]:
         def make() -> Screen:
-            return get_step(step_id).load()()
+            return step_registry.get_step(step_id).load()()
 
         return make
 
@@ -61,8 +61,9 @@ class DevtuneApp(App[int]):
     def on_mount(self) -> None:
         self.ws.ensure()
         self.sub_title = str(self.ws.root)
-        if STEPS:
-            start = self.state.current_step if self.state.current_step in step_ids() else STEPS[0].id
+        steps = step_registry.STEPS
+        if steps:
+            start = self.state.current_step if self.state.current_step in step_registry.step_ids() else steps[0].id
             self.switch_mode(start)
         if self.state_problem:
             self.notify(self.state_problem, severity="warning", timeout=10)
@@ -128,18 +129,19 @@ class DevtuneApp(App[int]):
 
     # navigation
     def action_goto_step(self, step_id: str) -> None:
-        if get_step(step_id) is None:
+        if step_registry.get_step(step_id) is None:
             return
         self.switch_mode(step_id)
         if self.state.current_step != step_id:
             self._update_state(lambda s: setattr(s, "current_step", step_id))
 
     def action_goto_step_number(self, number: int) -> None:
-        if 1 <= number <= len(STEPS):
-            self.action_goto_step(STEPS[number - 1].id)
+        steps = step_registry.STEPS
+        if 1 <= number <= len(steps):
+            self.action_goto_step(steps[number - 1].id)
 
     def _move(self, delta: int) -> None:
-        ids = step_ids()
+        ids = step_registry.step_ids()
         if not ids:
             return
         here = ids.index(self.current_mode) if self.current_mode in ids else 0
@@ -162,7 +164,7 @@ class DevtuneApp(App[int]):
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        for n, step in enumerate(STEPS, 1):
+        for n, step in enumerate(step_registry.STEPS, 1):
             yield SystemCommand(f"Go to step {n}: {step.title}", step.blurb,
                                 lambda sid=step.id: self.action_goto_step(sid))
         yield SystemCommand("Help: keys", "Show every key binding", self.action_help)

@@ -32,7 +32,9 @@ class Stepper(Static):
         self.refresh_steps()
 
     def refresh_steps(self) -> None:
-        from screens.steps import STEPS
+        from screens import steps as step_registry
+
+        STEPS = step_registry.STEPS
 
         state = getattr(self.app, "state", None)
         parts: list[Content] = []

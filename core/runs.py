@@ -1,0 +1,351 @@
+"""Detached training runs that survive SSH drops, and everything devtune knows about them.
+
+A run lives in `.devtune/runs/<id>/`:
+
+    run.json        RunRecord: argv, cwd, the env devtune set, pids (+ start times against PID
+                    reuse), status, exit code, stop requests
+    stdout.log      the trainer's stdout     stderr.log   its stderr (tqdm)
+    supervisor.log  the supervisor's own notes           gpu.jsonl    GPU samples (when a GPU exists)
+
+`start_run` launches `python -m core.supervisor <run dir>` in a new session and returns at once.
+The supervisor starts the trainer (argv list, its own process group, output to files), waits for it
+and records how it ended — so the outcome is known even when no devtune was running at the time.
+devtune (TUI or CLI) only reads these files: quitting it, losing the terminal or `kill -9` of it
+stops nothing, and the next devtune re-attaches.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from enum import Enum
+from pathlib import Path
+from typing import Iterator
+
+from pydantic import BaseModel, Field
+
+from core.atomicfile import write_atomic
+from core.i18n import _
+from core.workspace import Workspace
+
+
+class RunStatus(str, Enum):
+    STARTING = "starting"
+    RUNNING = "running"
+    FINISHED = "finished"
+    FAILED = "failed"
+    STOPPED = "stopped"
+
+
+ACTIVE = (RunStatus.STARTING, RunStatus.RUNNING)
+GRACEFUL_SIGNAL = signal.SIGABRT  # LLaMA-Factory's LogCallback stops after the step and saves (LLAMABOARD_ENABLED)
+
+
+class ProcessRef(BaseModel):
+    pid: int
+    create_time: float  # psutil's process start time: a recycled PID has another one
+
+    def alive(self) -> bool:
+        import psutil
+
+        try:
+            proc = psutil.Process(self.pid)
+            return abs(proc.create_time() - self.create_time) < 0.05 and proc.status() != psutil.STATUS_ZOMBIE
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            return False
+
+
+class RunRecord(BaseModel):
+    id: str
+    kind: str = "train"
+    argv: list[str]
+    cwd: str
+    env: dict[str, str] = Field(default_factory=dict)  # only what devtune set: never the whole env (secrets)
+    config: str | None = None  # the YAML, workspace-relative
+    output_dir: str | None = None  # LLaMA-Factory's output_dir, workspace-relative
+    host: str = Field(default_factory=socket.gethostname)
+    started: float = Field(default_factory=time.time)
+    status: RunStatus = RunStatus.STARTING
+    supervisor: ProcessRef | None = None
+    trainer: ProcessRef | None = None
+    pgid: int | None = None
+    exit_code: int | None = None  # the trainer's; negative = killed by that signal
+    ended: float | None = None
+    stop_requested: float | None = None
+    stop_stage: str | None = None  # graceful | term | kill
+    resume_of: str | None = None  # the run this one resumes
+    resume_checkpoint: str | None = None
+    note: str = ""  # why it ended, in words
+
+    @property
+    def active(self) -> bool:
+        return self.status in ACTIVE
+
+
+class RunError(Exception):
+    pass
+
+
+# ---------------------------------------------------------------- files
+
+def run_dir(ws: Workspace, run_id: str) -> Path:
+    return ws.runs_dir / run_id
+
+
+def _record_path(directory: Path) -> Path:
+    return directory / "run.json"
+
+
+@contextmanager
+def record_lock(directory: Path) -> Iterator[None]:
+    with open(directory / "run.lock", "a") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def read_record(directory: Path) -> RunRecord:
+    try:
+        return RunRecord.model_validate_json(_record_path(directory).read_bytes())
+    except FileNotFoundError as exc:
+        raise RunError(_("no run in {path} (run.json is missing)", path=str(directory))) from exc
+    except ValueError as exc:
+        raise RunError(_("{path} is damaged: {error}", path=str(_record_path(directory)), error=str(exc))) from exc
+
+
+def write_record(directory: Path, record: RunRecord) -> None:
+    write_atomic(_record_path(directory), record.model_dump_json(indent=2) + "\n")
+
+
+def update_record(directory: Path, **changes) -> RunRecord:
+    """Read-modify-write of run.json under the run's lock (the supervisor and devtune both write)."""
+    with record_lock(directory):
+        record = read_record(directory)
+        record = record.model_copy(update=changes)
+        write_record(directory, record)
+        return record
+
+
+# ---------------------------------------------------------------- launching
+
+def new_run_id(label: str, runs_dir: Path) -> str:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in label)[:40].strip("-") or "run"
+    run_id, n = f"{stamp}-{safe}", 1
+    while (runs_dir / run_id).exists():
+        n += 1
+        run_id = f"{stamp}-{safe}-{n}"
+    return run_id
+
+
+def start_run(ws: Workspace, argv: list[str], *, env: dict[str, str], label: str,
+              config: str | None = None, output_dir: str | None = None, kind: str = "train",
+              resume_of: str | None = None, resume_checkpoint: str | None = None) -> RunRecord:
+    """Launch `argv` detached under a supervisor and return its record at once.
+
+    `env` is what devtune adds to the inherited environment; it is recorded in run.json (so it
+    must never hold secrets). The process runs with cwd = the workspace root.
+    """
+    if not argv:
+        raise RunError(_("nothing to run"))
+    ws.ensure()
+    run_id = new_run_id(label, ws.runs_dir)
+    directory = run_dir(ws, run_id)
+    directory.mkdir(parents=True)
+    record = RunRecord(id=run_id, kind=kind, argv=list(argv), cwd=str(ws.root), env=dict(env), config=config,
+                       output_dir=output_dir, resume_of=resume_of, resume_checkpoint=resume_checkpoint)
+    write_record(directory, record)
+    for name in ("stdout.log", "stderr.log"):
+        (directory / name).touch()
+    with open(directory / "supervisor.log", "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "core.supervisor", str(directory)],
+            cwd=ws.root, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True, close_fds=True,
+        )
+    import psutil
+
+    try:
+        created = psutil.Process(proc.pid).create_time()
+    except psutil.NoSuchProcess:
+        created = 0.0
+    return update_record(directory, supervisor=ProcessRef(pid=proc.pid, create_time=created))
+
+
+# ---------------------------------------------------------------- reading and reconciling
+
+def refresh(directory: Path) -> RunRecord:
+    """The record, with an active run whose supervisor vanished marked as failed."""
+    record = read_record(directory)
+    if not record.active:
+        return record
+    supervisor_alive = record.supervisor is not None and record.supervisor.alive()
+    if supervisor_alive:
+        return record
+    if record.supervisor is None and time.time() - record.started < 10:
+        return record  # still being launched
+    trainer_alive = record.trainer is not None and record.trainer.alive()
+    if trainer_alive:
+        return record  # the trainer goes on; only the supervisor is gone (its outcome will be unknown)
+    with record_lock(directory):
+        record = read_record(directory)
+        if record.active:
+            record.status = RunStatus.STOPPED if record.stop_requested else RunStatus.FAILED
+            record.ended = record.ended or time.time()
+            record.note = record.note or _("ended without a recorded exit code (the supervisor was killed, "
+                                           "or the machine rebooted)")
+            write_record(directory, record)
+    return record
+
+
+def list_runs(ws: Workspace) -> list[RunRecord]:
+    """Every run in the workspace, newest first; unreadable ones are skipped with a note on stderr."""
+    runs = []
+    if not ws.runs_dir.is_dir():
+        return runs
+    for directory in ws.runs_dir.iterdir():
+        if not directory.is_dir():
+            continue
+        try:
+            runs.append(refresh(directory))
+        except RunError as exc:
+            print(f"devtune: {exc}", file=sys.stderr)
+    return sorted(runs, key=lambda r: r.started, reverse=True)
+
+
+def find_run(ws: Workspace, ref: str | None) -> RunRecord:
+    """A run by id, unique id prefix, or (None / "last") the newest."""
+    runs = list_runs(ws)
+    if not runs:
+        raise RunError(_("no runs in {path} yet; start one with `devtune train`", path=str(ws.root)))
+    if ref in (None, "", "last", "latest"):
+        return runs[0]
+    exact = [r for r in runs if r.id == ref]
+    if exact:
+        return exact[0]
+    matches = [r for r in runs if r.id.startswith(ref) or ref in r.id]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise RunError(_("no run matches {ref}; `devtune runs` lists them", ref=ref))
+    raise RunError(_("{ref} matches several runs: {ids}", ref=ref, ids=", ".join(r.id for r in matches[:5])))
+
+
+# ---------------------------------------------------------------- stopping and resuming
+
+def stop_run(ws: Workspace, run_id: str, *, graceful_timeout: float = 120.0, term_timeout: float = 15.0,
+             progress=None) -> RunRecord:
+    """Stop gracefully (SIGABRT: LLaMA-Factory finishes the step and saves the adapter), then SIGTERM,
+    then SIGKILL of the trainer's process group, each after its timeout. Returns the final record."""
+    say = progress or (lambda _m: None)
+    directory = run_dir(ws, run_id)
+    record = refresh(directory)
+    if not record.active:
+        return record
+    record = update_record(directory, stop_requested=time.time(), stop_stage="graceful")
+    if record.trainer is None:
+        _wait_for(lambda: refresh(directory).trainer is not None or not refresh(directory).active, 10)
+        record = refresh(directory)
+    if record.trainer is not None and record.trainer.alive():
+        say(_("asking the trainer to stop after this step and save the adapter (SIGABRT)"))
+        _signal_workers(record.trainer.pid, GRACEFUL_SIGNAL)
+        if _wait_for(lambda: not refresh(directory).active, graceful_timeout):
+            return refresh(directory)
+        say(_("no graceful stop after {s:.0f} s; sending SIGTERM to its process group", s=graceful_timeout))
+        update_record(directory, stop_stage="term")
+        _signal_group(record.pgid, signal.SIGTERM)
+        if _wait_for(lambda: not refresh(directory).active, term_timeout):
+            return refresh(directory)
+        say(_("still running; sending SIGKILL"))
+        update_record(directory, stop_stage="kill")
+        _signal_group(record.pgid, signal.SIGKILL)
+        _wait_for(lambda: not refresh(directory).active, 10)
+    return refresh(directory)
+
+
+def _signal_workers(pid: int, sig: int) -> None:
+    """Signal the processes that run the training loop: the leaves of the trainer's process tree
+    (torchrun workers under DeepSpeed; the llamafactory-cli process itself on one device)."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        tree = [root] + root.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return
+    leaves = [p for p in tree if not _has_children(p)] or [root]
+    for proc in leaves:
+        try:
+            proc.send_signal(sig)
+        except psutil.NoSuchProcess:
+            pass
+
+
+def _has_children(proc) -> bool:
+    import psutil
+
+    try:
+        return bool(proc.children())
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _signal_group(pgid: int | None, sig: int) -> None:
+    if not pgid or pgid <= 1:
+        return
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _wait_for(predicate, timeout: float, interval: float = 0.25) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()
+
+
+def last_checkpoint(output_dir: Path) -> Path | None:
+    """The highest `checkpoint-N` folder, as LLaMA-Factory / HF Trainer resume from."""
+    best, best_n = None, -1
+    if not output_dir.is_dir():
+        return None
+    for child in output_dir.iterdir():
+        if child.is_dir() and child.name.startswith("checkpoint-"):
+            try:
+                n = int(child.name.split("-", 1)[1])
+            except ValueError:
+                continue
+            if n > best_n:
+                best, best_n = child, n
+    return best
+
+
+def resume_run(ws: Workspace, run_id: str) -> RunRecord:
+    """Start a new run that continues `run_id` from its last checkpoint (same config and output_dir)."""
+    old = refresh(run_dir(ws, run_id))
+    if old.active:
+        raise RunError(_("run {id} is still {status}; stop it first", id=old.id, status=old.status.value))
+    if not old.output_dir:
+        raise RunError(_("run {id} has no output_dir to resume from", id=old.id))
+    checkpoint = last_checkpoint(ws.abs(old.output_dir))
+    if checkpoint is None:
+        raise RunError(_("no checkpoint-* in {dir} to resume from; lower save_steps or start a new run",
+                         dir=old.output_dir))
+    argv = [a for a in old.argv if not a.startswith(("resume_from_checkpoint=", "overwrite_output_dir="))]
+    argv += [f"resume_from_checkpoint={ws.rel(checkpoint)}", "overwrite_output_dir=false"]
+    base = old.id.split("-resume")[0]
+    return start_run(ws, argv, env=old.env, label=f"{base[16:] or 'run'}-resume", config=old.config,
+                     output_dir=old.output_dir, kind=old.kind, resume_of=old.id,
+                     resume_checkpoint=ws.rel(checkpoint))

@@ -1,0 +1,101 @@
+"""The supervisor of one detached run: `python -m core.supervisor <run dir>`.
+
+Started by core.runs.start_run in its own session (no controlling terminal: an SSH hang-up never
+reaches it). It starts the trainer in its own process group with stdout/stderr to files, records
+the pids, samples the GPUs into gpu.jsonl while the trainer lives (when a GPU backend exists), waits,
+and writes how the run ended into run.json. It is the only process that reaps the trainer, so the
+exit code is never lost.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from core.runs import ProcessRef, RunStatus, read_record, update_record
+
+
+def _status_for(exit_code: int, stop_requested: bool) -> RunStatus:
+    if stop_requested:
+        return RunStatus.STOPPED
+    return RunStatus.FINISHED if exit_code == 0 else RunStatus.FAILED
+
+
+def _note_for(exit_code: int, stop_requested: bool) -> str:
+    from core.i18n import _
+
+    if stop_requested:
+        return _("stopped on request (exit code {code})", code=exit_code)
+    if exit_code == 0:
+        return _("finished")
+    if exit_code in (-9, 137):
+        return _("killed with SIGKILL (exit {code}): most often the kernel's OOM killer; see `dmesg`", code=exit_code)
+    if exit_code < 0:
+        return _("killed by signal {sig}", sig=signal.Signals(-exit_code).name if -exit_code in
+                 signal.Signals._value2member_map_ else -exit_code)
+    return _("failed with exit code {code}; `devtune diagnose` explains the logs", code=exit_code)
+
+
+def _start_gpu_recorder(directory: Path, trainer_pid: int) -> threading.Thread | None:
+    """Sample GPUs into gpu.jsonl while the trainer lives, when core.gpu finds a backend."""
+    try:
+        from core.gpu.record import record_until  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+
+    thread = threading.Thread(
+        target=record_until,
+        kwargs={"out": directory / "gpu.jsonl", "until_pid": trainer_pid, "status_file": directory / "gpu.status"},
+        name="gpu-recorder",
+        daemon=True,
+    )
+    thread.start()
+    return thread
+
+
+def supervise(directory: Path) -> int:
+    import psutil
+
+    record = read_record(directory)
+    env = {**os.environ, **record.env}
+    # The trainer ignores SIGHUP too (nohup semantics) although it has no terminal to lose.
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    with open(directory / "stdout.log", "ab") as out, open(directory / "stderr.log", "ab") as err:
+        try:
+            proc = subprocess.Popen(record.argv, cwd=record.cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=err, process_group=0, close_fds=True)
+        except OSError as exc:
+            from core.i18n import _
+
+            err.write(f"devtune: cannot start {record.argv[0]}: {exc}\n".encode())
+            update_record(directory, status=RunStatus.FAILED, exit_code=127, ended=time.time(),
+                          note=_("could not start {cmd}: {error}", cmd=record.argv[0], error=str(exc)))
+            return 127
+        try:
+            created = psutil.Process(proc.pid).create_time()
+        except psutil.NoSuchProcess:
+            created = 0.0
+        update_record(directory, status=RunStatus.RUNNING, trainer=ProcessRef(pid=proc.pid, create_time=created),
+                      pgid=proc.pid)
+        _start_gpu_recorder(directory, proc.pid)
+        code = proc.wait()
+    stopped = read_record(directory).stop_requested is not None
+    update_record(directory, status=_status_for(code, stopped), exit_code=code, ended=time.time(),
+                  note=_note_for(code, stopped))
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m core.supervisor RUN_DIR", file=sys.stderr)
+        return 2
+    return supervise(Path(argv[0]))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

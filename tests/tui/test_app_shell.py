@@ -1,0 +1,127 @@
+"""The wizard shell: stepper, navigation, help, command palette, state restored, worker errors.
+
+Two small step screens stand in for the real steps so the shell is tested on its own."""
+
+import pytest
+from textual import work
+from textual.binding import Binding
+from textual.widgets import Static
+
+from screens import steps as step_registry
+from screens.base import StepScreen
+from screens.steps import StepInfo
+from tests.tui.helpers import stepper_text, wait_until
+from tui.app import DevtuneApp
+
+
+class FirstScreen(StepScreen):
+    STEP_ID = "first"
+    INTRO = "The first step needs nothing."
+    BINDINGS = [Binding("x", "explode", "Fail in a worker", id="first.explode")]
+
+    def compose_body(self):
+        yield Static("first body", id="first-body")
+
+    def action_explode(self) -> None:
+        self.explode()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="boom", description="Exploding")
+    def explode(self) -> None:
+        raise RuntimeError("kaboom")
+
+
+class SecondScreen(StepScreen):
+    STEP_ID = "second"
+
+    def compose_body(self):
+        yield Static("second body", id="second-body")
+
+
+@pytest.fixture
+def two_steps(monkeypatch):
+    monkeypatch.setattr(step_registry, "STEPS", (
+        StepInfo("first", "First", "tests.tui.test_app_shell:FirstScreen", "the first"),
+        StepInfo("second", "Second", "tests.tui.test_app_shell:SecondScreen", "the second"),
+    ))
+
+
+async def test_navigation_and_state_restored(workspace, two_steps):
+    app = DevtuneApp(workspace, watch_terminal=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.screen.query_one("#first-body"))
+        assert "1 First" in stepper_text(app) and "2 Second" in stepper_text(app)
+        await pilot.press("right_square_bracket")
+        await wait_until(pilot, lambda: app.current_mode == "second")
+        await pilot.press("left_square_bracket")
+        await wait_until(pilot, lambda: app.current_mode == "first")
+        await pilot.press("2")
+        await wait_until(pilot, lambda: app.current_mode == "second")
+        await wait_until(pilot, lambda: workspace.load_state().current_step == "second")
+    again = DevtuneApp(workspace, watch_terminal=False)
+    async with again.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: again.current_mode == "second")
+
+
+async def test_step_status_shows_in_the_stepper_and_is_saved(workspace, two_steps):
+    app = DevtuneApp(workspace, watch_terminal=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.screen.query_one("#first-body"))
+        assert "First ·" in stepper_text(app)
+        app.screen.set_status("done", "all good")
+        await wait_until(pilot, lambda: "First ✓" in stepper_text(app))
+        app.set_step_status("second", "attention", "look here")
+        await wait_until(pilot, lambda: "Second !" in stepper_text(app))
+        await wait_until(pilot, lambda: workspace.load_state().step("second").summary == "look here")
+    assert workspace.load_state().step("first").status.value == "done"
+
+
+async def test_clicking_a_step_goes_there(workspace, two_steps):
+    app = DevtuneApp(workspace, watch_terminal=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.screen.query_one("#first-body"))
+        text = stepper_text(app)
+        await pilot.click("#stepper", offset=(text.index("Second") + 1 + 1, 0))
+        await wait_until(pilot, lambda: app.current_mode == "second")
+
+
+async def test_help_lists_bindings(workspace, two_steps):
+    from tui.help import HelpScreen
+
+    app = DevtuneApp(workspace, watch_terminal=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.screen.query_one("#first-body"))
+        await pilot.press("f1")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        text = str(app.screen.query_one("#help-text").render())
+        for expected in ("Fail in a worker", "Next step", "Previous step", "Quit", "Help"):
+            assert expected in text
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not isinstance(app.screen, HelpScreen))
+
+
+async def test_every_action_is_in_the_command_palette(workspace, two_steps):
+    app = DevtuneApp(workspace, watch_terminal=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.screen.query_one("#first-body"))
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for expected in ("Go to step 1: First", "Go to step 2: Second", "Fail in a worker", "Help: keys"):
+            assert expected in titles
+
+
+async def test_worker_error_is_shown_not_a_crash(workspace, two_steps):
+    app = DevtuneApp(workspace, watch_terminal=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.screen.query_one("#first-body"))
+        await pilot.press("x")
+        box = app.screen.query_one("#step-error")
+        await wait_until(pilot, lambda: box.has_class("-visible"))
+        assert "kaboom" in str(box.render()) and "Exploding" in str(box.render())
+        assert app.is_running
+
+
+async def test_unreadable_state_is_reported(workspace, two_steps):
+    workspace.state_file.write_text("{broken")
+    app = DevtuneApp(workspace, watch_terminal=False)
+    assert app.state_problem and "kept" in app.state_problem
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.screen.query_one("#first-body"))
