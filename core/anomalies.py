@@ -1,0 +1,152 @@
+"""What is wrong with a training run while it runs, from its numbers alone.
+
+- loss NaN or inf (error), loss exactly 0 (error: LLaMA-Factory users meet it when every label is
+  masked, or when NaN gradients are being filtered — #4278, #2916), grad_norm NaN (error);
+- no decrease over a window (warning);
+- oscillation: the loss swings up and down by a large share of its level (the guide's MI300X
+  symptom, LlamaFactory#7890 — try a lower learning rate, more warmup, bf16);
+- throughput collapse: the steps per second fall far below the run's own median (thermal or power
+  throttling, another job on the GPU, swapping, a slow disk while saving).
+
+`AnomalyDetector` is fed point by point (it is cheap enough for a 100k-line log read at re-attach:
+the window checks run every few points). `events` holds every anomaly once, at its first step;
+`active` holds the window conditions that hold now (they clear when the run recovers).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+from statistics import median
+
+from core.i18n import _
+
+ERROR, WARNING = "error", "warning"
+
+
+@dataclass(frozen=True)
+class Anomaly:
+    id: str  # loss_nan, loss_inf, loss_zero, grad_norm_nan, no_decrease, oscillation, throughput_collapse
+    step: int
+    severity: str
+    message: str
+
+
+class AnomalyDetector:
+    def __init__(self, window: int = 50, oscillation_window: int = 30, check_every: int = 5) -> None:
+        self.window = window
+        self.oscillation_window = oscillation_window
+        self.check_every = check_every
+        self.events: list[Anomaly] = []
+        self.active: dict[str, Anomaly] = {}
+        self._seen: set[str] = set()
+        self._losses: deque[float] = deque(maxlen=max(window, oscillation_window))
+        self._rates: deque[float] = deque(maxlen=200)
+        self._n = 0
+
+    # ------------------------------------------------------------------ feeding
+    def feed_loss(self, step: int, value: float) -> list[Anomaly]:
+        found: list[Anomaly] = []
+        if math.isnan(value):
+            found += self._once("loss_nan", step, ERROR, _(
+                "loss is NaN at step {step}: training has diverged; lower learning_rate, use bf16 rather than fp16, "
+                "keep max_grad_norm at 1.0, and resume from the last checkpoint before it", step=step))
+            return found
+        if math.isinf(value):
+            found += self._once("loss_inf", step, ERROR, _(
+                "loss is infinite at step {step}: training has diverged; lower learning_rate or use bf16", step=step))
+            return found
+        if value == 0.0:
+            found += self._once("loss_zero", step, ERROR, _(
+                "loss is exactly 0 at step {step}: either every label is masked (check the template and that the "
+                "dataset's output field is filled) or NaN gradients are being filtered (lower learning_rate)",
+                step=step))
+        self._losses.append(value)
+        self._n += 1
+        if self._n % self.check_every == 0:
+            found += self._check_windows(step)
+        return found
+
+    def feed_grad_norm(self, step: int, value: float) -> list[Anomaly]:
+        if math.isfinite(value):
+            return []
+        return self._once("grad_norm_nan", step, ERROR, _(
+            "grad_norm is {value} at step {step}: the gradients overflowed; lower learning_rate, keep "
+            "max_grad_norm at 1.0, prefer bf16 to fp16", value="NaN" if math.isnan(value) else "inf", step=step))
+
+    def feed_throughput(self, step: int, steps_per_s: float) -> list[Anomaly]:
+        if not math.isfinite(steps_per_s) or steps_per_s < 0:
+            return []
+        self._rates.append(steps_per_s)
+        if len(self._rates) < 8:
+            return []
+        earlier = median(list(self._rates)[:-3])
+        recent = list(self._rates)[-3:]
+        if earlier > 0 and max(recent) < 0.5 * earlier:
+            return self._set_active("throughput_collapse", step, WARNING, _(
+                "throughput fell from {before} to {now} steps/s at step {step}: look for throttling (temperature, "
+                "power cap), another job on the GPUs, or a slow disk", before=_fmt(earlier), now=_fmt(recent[-1]),
+                step=step))
+        self.active.pop("throughput_collapse", None)
+        return []
+
+    def forget_after_resume(self) -> None:
+        """A resumed run starts its windows afresh (the steps after the checkpoint are redone)."""
+        self._losses.clear()
+        self._rates.clear()
+        self._n = 0
+        for key in ("no_decrease", "oscillation", "throughput_collapse"):
+            self.active.pop(key, None)
+
+    # ------------------------------------------------------------------ windows
+    def _check_windows(self, step: int) -> list[Anomaly]:
+        found: list[Anomaly] = []
+        losses = list(self._losses)
+        if len(losses) >= self.window:
+            win = losses[-self.window:]
+            k = max(3, self.window // 5)
+            first, last = sum(win[:k]) / k, sum(win[-k:]) / k
+            if last >= first * 0.99:
+                found += self._set_active("no_decrease", step, WARNING, _(
+                    "loss has not decreased over the last {n} logged steps ({first} -> {last}): check the learning "
+                    "rate (too low, or decayed to 0), the data (duplicates, wrong template), or stop: it has converged",
+                    n=self.window, first=_fmt(first), last=_fmt(last)))
+            else:
+                self.active.pop("no_decrease", None)
+        if len(losses) >= self.oscillation_window:
+            win = losses[-self.oscillation_window:]
+            diffs = [b - a for a, b in zip(win, win[1:])]
+            signs = [d > 0 for d in diffs if d != 0]
+            changes = sum(1 for a, b in zip(signs, signs[1:]) if a != b) / max(1, len(signs) - 1)
+            level = sum(abs(v) for v in win) / len(win)
+            swing = sum(abs(d) for d in diffs) / len(diffs) / level if level > 0 else 0.0
+            if changes >= 0.6 and swing >= 0.25:
+                found += self._set_active("oscillation", step, WARNING, _(
+                    "loss oscillates at step {step} (swings of {pct}% of its level): lower learning_rate, add warmup "
+                    "(warmup_ratio 0.1), use bf16; on MI300X also check the ROCm/PyTorch versions", step=step,
+                    pct=f"{swing * 100:.0f}"))
+            else:
+                self.active.pop("oscillation", None)
+        return found
+
+    def _once(self, key: str, step: int, severity: str, message: str) -> list[Anomaly]:
+        if key in self._seen:
+            return []
+        self._seen.add(key)
+        anomaly = Anomaly(key, step, severity, message)
+        self.events.append(anomaly)
+        self.active[key] = anomaly
+        return [anomaly]
+
+    def _set_active(self, key: str, step: int, severity: str, message: str) -> list[Anomaly]:
+        if key in self.active:
+            return []
+        anomaly = Anomaly(key, step, severity, message)
+        self.active[key] = anomaly
+        self.events.append(anomaly)
+        return [anomaly]
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.4g}"

@@ -1,0 +1,1 @@
+"""Data for core.diagnose: the failure rules (rules.py)."""

@@ -1,0 +1,194 @@
+"""The failure rules of `devtune diagnose`, as data: id, patterns, title, explanation, fix, commands.
+
+Patterns are regular expressions searched in each log line. `weight` says how decisive a match is:
+a fatal error that names its cause (FORCE_TORCHRUN, Undefined dataset) is near 100, a warning that
+only *can* cause trouble (RCCL's iommu=pt) is low, so it ranks below the error that ended the run.
+`exit_codes` lets the trainer's exit status alone be evidence (137/-9: SIGKILL, the OOM killer).
+`suppresses` names rules made redundant when this one matches (an ISA mismatch explains the
+hipErrorNoBinaryForGpu that follows it).
+
+Texts go through `_()` when `rules()` is called, so they follow the current language. Commands and
+file names are not translated. Sources of the error texts: tests/fixtures/logs/SOURCES.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.i18n import _
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    patterns: tuple[str, ...]
+    title: str
+    explanation: str
+    fix: str
+    commands: tuple[str, ...] = ()
+    weight: int = 50
+    exit_codes: tuple[int, ...] = ()
+    suppresses: tuple[str, ...] = ()
+
+
+def rules() -> list[Rule]:
+    return [
+        Rule("gpu-out-of-memory",
+             (r"(?:HIP|CUDA) out of memory", r"torch\.(?:cuda\.)?OutOfMemoryError", r"hipErrorOutOfMemory",
+              r"CUDA error: out of memory"),
+             _("GPU out of memory"),
+             _("The model, its activations and the optimizer state did not fit in the GPU's memory."),
+             _("Lower per_device_train_batch_size (raise gradient_accumulation_steps to keep the batch) or "
+               "cutoff_len; keep gradient checkpointing on; use DeepSpeed ZeRO-3 (with offload) across GPUs, or "
+               "QLoRA (quantization_bit: 4). Fragmentation: set the allocator option below."),
+             ("export PYTORCH_HIP_ALLOC_CONF=expandable_segments:True",
+              "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"), weight=92),
+        Rule("isa-mismatch", (r"The program ISA \S+ is not compatible with the device ISA \S+",),
+             _("A GPU library was built for another GPU architecture"),
+             _("A compiled extension (flash-attn, bitsandbytes, a custom kernel) holds code for another gfx "
+               "target than this GPU's."),
+             _("Rebuild or reinstall that extension for this GPU's architecture (rocminfo shows it: gfx90a for "
+               "MI210/MI250, gfx942 for MI300X/MI325X, gfx950 for MI350X/MI355X)."),
+             ("rocminfo | grep -o -m1 'gfx[0-9a-f]*'",
+              "GPU_ARCHS=gfx942 PYTORCH_ROCM_ARCH=gfx942 pip install --no-build-isolation --force-reinstall <package>"),
+             weight=97, suppresses=("hip-no-binary",)),
+        Rule("hip-no-binary", (r"hipErrorNoBinaryForGpu",),
+             _("PyTorch has no code for this GPU (hipErrorNoBinaryForGpu)"),
+             _("The installed torch (or an extension) was not built for this GPU's gfx architecture."),
+             _("Install the ROCm build of torch that matches the installed ROCm and supports this GPU; on Instinct "
+               "GPUs do not set HSA_OVERRIDE_GFX_VERSION. `devtune doctor` shows the matching index URL."),
+             ("unset HSA_OVERRIDE_GFX_VERSION",
+              "pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/rocm6.4"),
+             weight=95),
+        Rule("illegal-instruction", (r"Illegal instruction", r"\bSIGILL\b"),
+             _("Illegal instruction: a binary does not match this machine"),
+             _("A compiled library ran an instruction this CPU or GPU does not have; with ROCm wheels this is an "
+               "unsupported gfx target (rocBLAS on gfx1032, pytorch#125310)."),
+             _("Reinstall torch for this GPU and ROCm version; check the GPU is on ROCm's support list."),
+             ("python -c \"import torch; print(torch.__version__, torch.version.hip)\"",), weight=85,
+             exit_codes=(132, -4)),
+        Rule("force-torchrun", (r"Please use `?FORCE_TORCHRUN=1`? to launch DeepSpeed training",),
+             _("DeepSpeed needs FORCE_TORCHRUN=1"),
+             _("LLaMA-Factory starts DeepSpeed only under torchrun; with one GPU it does not use torchrun unless "
+               "told."),
+             _("Launch with FORCE_TORCHRUN=1 in the environment (devtune's Train step sets it for DeepSpeed "
+               "configs)."),
+             ("FORCE_TORCHRUN=1 llamafactory-cli train configs/train.yaml",), weight=99),
+        Rule("torchrun-not-found",
+             (r"No such file or directory: 'torchrun'", r"torchrun: command not found"),
+             _("torchrun is not on PATH"),
+             _("LLaMA-Factory runs `torchrun` by name for multi-GPU and DeepSpeed training; the virtual "
+               "environment's bin folder is not on PATH."),
+             _("Put the virtual environment's bin folder first on PATH (or activate it) before launching."),
+             ("export PATH=\"$VIRTUAL_ENV/bin:$PATH\"", "source .venv/bin/activate"), weight=99),
+        Rule("dataset-undefined", (r"Undefined dataset \S+ in dataset_info\.json",),
+             _("The dataset is not registered in dataset_info.json"),
+             _("`dataset:` names an entry that dataset_info.json (in dataset_dir) does not have."),
+             _("Add an entry for it to dataset_info.json in dataset_dir (Step 1 registers it), or fix the name or "
+               "dataset_dir in the YAML."), ("cat data/dataset_info.json",), weight=99),
+        Rule("dataset-info-unreadable", (r"Cannot open \S*dataset_info\.json",),
+             _("dataset_info.json cannot be read"),
+             _("dataset_dir has no readable dataset_info.json, or it is not valid JSON."),
+             _("Check dataset_dir in the YAML and that dataset_info.json there is valid JSON."),
+             ("python -m json.tool data/dataset_info.json",), weight=99),
+        Rule("dataset-no-valid-samples", (r"Cannot find (?:valid|sufficient) samples",),
+             _("No valid training example in the dataset"),
+             _("Every example was dropped while converting the data (empty or missing output, a wrong format or "
+               "columns mapping in dataset_info.json); the 'Dropped invalid example' lines above show which."),
+             _("Lint the file to see each bad line, and check `formatting` and `columns` in dataset_info.json."),
+             ("devtune data lint data/<file>.jsonl",), weight=98),
+        Rule("dataset-json-error",
+             (r"JSON parse error", r"json\.decoder\.JSONDecodeError", r"Failed to load JSON from file"),
+             _("The dataset file is not valid JSON / JSONL"),
+             _("pyarrow could not parse the file; its 'row N' counts blocks, not lines, so it does not say where."),
+             _("Lint the file: devtune reports the line numbers of broken lines and can fix common damage."),
+             ("devtune data lint data/<file>.jsonl",), weight=96),
+        Rule("dataset-missing-column",
+             (r"KeyError: '(?:instruction|input|output|conversations|messages|system|history|prompt|query|"
+              r"response|chosen|rejected)'",),
+             _("A dataset column is missing"),
+             _("The file's keys do not match the format declared in dataset_info.json (alpaca needs instruction "
+               "and output; sharegpt needs conversations or messages)."),
+             _("Convert the file in Step 1, or map its keys with `columns` in its dataset_info.json entry."),
+             ("devtune data lint data/<file>.jsonl",), weight=90),
+        Rule("dataset-file-missing", (r"File \S+ not found\.",),
+             _("A dataset file is missing"),
+             _("dataset_info.json points to a file that is not in dataset_dir."),
+             _("Fix file_name in dataset_info.json or move the file into dataset_dir."), weight=95),
+        Rule("template-unknown", (r"Template \S+ does not exist",),
+             _("Unknown chat template"),
+             _("`template:` is not one of LLaMA-Factory's registered templates."),
+             _("Use a registered name (llama3, qwen3, qwen3_nothink, ...): the Config step lists them and picks "
+               "the model's default."), weight=99),
+        Rule("bitsandbytes-rocm",
+             (r"Configured (?:CUDA|ROCm) binary not found at \S*libbitsandbytes_rocm", r"libbitsandbytes_rocm\d+",
+              r"Could not find the bitsandbytes (?:CUDA|ROCm) binary"),
+             _("bitsandbytes has no ROCm binary"),
+             _("The installed bitsandbytes has no library for this ROCm version, so QLoRA (quantization_bit) cannot "
+               "run."),
+             _("Install bitsandbytes 0.50 or newer (PyPI ROCm wheels for ROCm 6.4-7.x), or set BNB_ROCM_VERSION, "
+               "or train without quantization_bit."), ("pip install -U 'bitsandbytes>=0.50.0'",), weight=90),
+        Rule("shared-memory",
+             (r"Error while creating shared memory segment", r"failed to extend /dev/shm",
+              r"insufficient shared memory \(shm\)", r"out of shared memory"),
+             _("Not enough shared memory (/dev/shm)"),
+             _("NCCL/RCCL and the data loader workers exchange data through /dev/shm, which is tiny in a default "
+               "container (64 MB)."),
+             _("Run the container with --ipc=host (or --shm-size=16g); lower dataloader_num_workers meanwhile."),
+             ("df -h /dev/shm", "docker run --ipc=host ..."), weight=88, exit_codes=(135, -7)),
+        Rule("nccl-timeout",
+             (r"Watchdog caught collective operation timeout", r"ProcessGroupNCCL.*[Tt]imeout",
+              r"NCCL (?:communicator|operation) .*timed? ?out"),
+             _("A multi-GPU collective timed out"),
+             _("One rank stopped answering (it crashed, ran out of memory, was slow loading or saving) and the "
+               "others waited until the NCCL/RCCL timeout."),
+             _("Look for the first rank's error above; raise ddp_timeout for slow saves; on AMD check iommu=pt "
+               "(see below) and run with NCCL_DEBUG=INFO."),
+             ("NCCL_DEBUG=INFO FORCE_TORCHRUN=1 llamafactory-cli train configs/train.yaml",), weight=80),
+        Rule("nccl-error",
+             (r"NCCL error", r"nccl(?:UnhandledCudaError|SystemError|InternalError|InvalidUsage)",
+              r"NCCL WARN .*(?:[Ff]ailed|[Ee]rror)"),
+             _("NCCL/RCCL communication error"),
+             _("The GPUs could not talk to each other (peer access, network interface, or RCCL configuration)."),
+             _("Rerun with NCCL_DEBUG=INFO; try NCCL_P2P_DISABLE=1 to test peer-to-peer; pick the interface with "
+               "NCCL_SOCKET_IFNAME."),
+             ("NCCL_DEBUG=INFO NCCL_P2P_DISABLE=1 FORCE_TORCHRUN=1 llamafactory-cli train configs/train.yaml",),
+             weight=70),
+        Rule("rccl-iommu",
+             (r'Missing "iommu=pt"', r'Missing "amd_iommu=on"', r'Missing "HSA_FORCE_FINE_GRAIN_PCIE=1"'),
+             _("RCCL warns: iommu=pt is missing from the kernel command line"),
+             _("Without iommu=pt, multi-GPU RCCL traffic on AMD can hang or be unstable (rccl#1026, #1129)."),
+             _("Add iommu=pt to GRUB_CMDLINE_LINUX and reboot; as a workaround try NCCL_P2P_DISABLE=1."),
+             ("sudoedit /etc/default/grub   # GRUB_CMDLINE_LINUX=\"... iommu=pt\"", "sudo update-grub && sudo reboot"),
+             weight=40),
+        Rule("disk-full", (r"^(?!.*(?:/dev/shm|shared memory)).*(?:No space left on device|StorageFull|\[Errno 28\])",),
+             _("The disk is full"),
+             _("Saving a checkpoint, the model or the datasets cache failed for lack of space."),
+             _("Free space or point output_dir / HF_HOME to a larger volume; save_total_limit keeps fewer "
+               "checkpoints."), ("df -h . \"${HF_HOME:-$HOME/.cache/huggingface}\"",), weight=92),
+        Rule("oom-killer",
+             (r"exitcode\s*:\s*-9\b", r"Signal 9 \(SIGKILL\) received", r"Out of memory: Killed process",
+              r"^Killed$"),
+             _("Killed with SIGKILL: most likely the kernel's OOM killer"),
+             _("The trainer was killed with signal 9, which is what Linux does when the machine runs out of RAM "
+               "(data preprocessing workers, ZeRO offload, loading a large model on the CPU)."),
+             _("Confirm with dmesg; lower preprocessing_num_workers and dataloader_num_workers, use low-CPU-memory "
+               "loading, or offload less to the CPU."), ("sudo dmesg -T | grep -i -E 'out of memory|killed process'",
+                                                       "free -g"), weight=88, exit_codes=(137, -9)),
+        Rule("no-gpu-visible",
+             (r"No HIP GPUs are available", r"hipErrorNoDevice", r"Found no NVIDIA driver",
+              r"Unable to open /dev/kfd read-write"),
+             _("The trainer sees no GPU"),
+             _("PyTorch found no GPU: no access to /dev/kfd (the render group), a visibility variable hiding them, "
+               "or a CPU build of torch."),
+             _("Run devtune doctor: it checks group membership, HIP/ROCR/CUDA_VISIBLE_DEVICES and the torch build."),
+             ("devtune doctor", "sudo usermod -aG render,video $USER"), weight=90),
+        Rule("terminated", (), _("Terminated (SIGTERM) without a stop request"),
+             _("Something other than devtune sent SIGTERM: a job scheduler, a shutdown, or a user's kill."),
+             _("Resume from the last checkpoint (devtune train resume); check the scheduler's time limit."),
+             weight=50, exit_codes=(143, -15)),
+        Rule("aborted", (r"^Aborted(?: \(core dumped\))?$",), _("The trainer aborted (SIGABRT)"),
+             _("A library called abort(); the lines just before it usually name the cause."),
+             _("Read the error printed just before 'Aborted'; rerun with AMD_LOG_LEVEL=3 on ROCm for details."),
+             weight=30, exit_codes=(134, -6)),
+    ]

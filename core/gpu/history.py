@@ -1,0 +1,130 @@
+"""A run's `gpu.jsonl`: reading it back, following it live, and replaying it as a backend.
+
+Each line is one GpuSample (`GpuSample.to_record()`); the samples of one tick share their `ts`. The
+recorder (core.gpu.record) appends while the trainer lives, so the history survives the TUI being
+closed: a re-attaching TUI reads the recent past with `read_history(path, max_ticks=...)`, then
+follows new lines with `GpuHistoryTail`. `ReplayBackend` plays a recorded file as if it were GPUs
+(tests and the CPU demo use replays of recorded real shapes; the panel says "replay").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from core.filetail import LineTail
+from core.gpu.backend import GpuBackendUnavailable
+from core.gpu.sample import GpuSample
+from core.i18n import _
+
+
+def parse_line(line: bytes | str) -> GpuSample | None:
+    line = line.strip()
+    if not line:
+        return None
+    try:
+        import orjson
+
+        rec = orjson.loads(line)
+    except ValueError:
+        return None
+    except ImportError:  # pragma: no cover - orjson is a dependency
+        rec = json.loads(line)
+    if not isinstance(rec, dict):
+        return None
+    try:
+        return GpuSample.from_record(rec)
+    except (TypeError, ValueError):
+        return None
+
+
+def group_ticks(samples: list[GpuSample]) -> list[list[GpuSample]]:
+    """Consecutive samples with the same `ts` are one tick (an index that does not grow starts a new one)."""
+    ticks: list[list[GpuSample]] = []
+    for s in samples:
+        if ticks and s.ts == ticks[-1][0].ts and s.index > ticks[-1][-1].index:
+            ticks[-1].append(s)
+        else:
+            ticks.append([s])
+    return ticks
+
+
+def read_history(path: str | os.PathLike, max_ticks: int | None = None) -> list[GpuSample]:
+    """The samples in a gpu.jsonl (the last `max_ticks` ticks only, read from the end, when given)."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return []
+    if max_ticks is None:
+        data = path.read_bytes()
+        return [s for s in map(parse_line, data.split(b"\n")) if s is not None]
+    want = 4096
+    while True:
+        start = max(0, size - want)
+        with open(path, "rb") as fh:
+            fh.seek(start)
+            data = fh.read(size - start)
+        lines = data.split(b"\n")
+        if start > 0:
+            lines = lines[1:]  # the first line is cut
+        samples = [s for s in map(parse_line, lines) if s is not None]
+        ticks = group_ticks(samples)
+        if len(ticks) > max_ticks or start == 0:
+            return [s for tick in ticks[-max_ticks:] for s in tick] if max_ticks else []
+        want *= 4
+
+
+class GpuHistoryTail:
+    """New samples appended to a gpu.jsonl since the last poll (for a TUI watching a recorder)."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self._lines = LineTail(Path(path))
+
+    @property
+    def reset(self) -> bool:
+        return self._lines.reset
+
+    def poll(self) -> list[GpuSample]:
+        return [s for s in map(parse_line, self._lines.read_lines()) if s is not None]
+
+
+class ReplayBackend:
+    """Plays recorded ticks as if they were live GPUs, one tick per `sample()` call."""
+
+    name = "replay"
+
+    def __init__(self, ticks: list[list[GpuSample]], *, loop: bool = True, source: str = "") -> None:
+        self.ticks = ticks
+        self.loop = loop
+        self.source = source
+        self._next = 0
+
+    @property
+    def exhausted(self) -> bool:
+        return not self.loop and self._next >= len(self.ticks)
+
+    def sample(self) -> list[GpuSample]:
+        if not self.ticks or self.exhausted:
+            return []
+        tick = self.ticks[self._next % len(self.ticks)]
+        self._next += 1
+        now = time.time()
+        out = []
+        for s in tick:
+            copy = GpuSample.from_record(s.to_record())
+            copy.ts, copy.backend = now, self.name
+            out.append(copy)
+        return out
+
+    def close(self) -> None:
+        pass
+
+
+def open_replay(path: str | os.PathLike, *, loop: bool = True) -> ReplayBackend:
+    ticks = group_ticks(read_history(path))
+    if not ticks:
+        raise GpuBackendUnavailable(_("no GPU samples in {file}", file=str(path)))
+    return ReplayBackend(ticks, loop=loop, source=str(path))
