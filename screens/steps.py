@@ -22,7 +22,14 @@ class StepInfo:
         return getattr(importlib.import_module(module), cls)
 
 
-STEPS: tuple[StepInfo, ...] = ()
+STEPS: tuple[StepInfo, ...] = (
+    StepInfo("data", "Data", "screens.data:DataScreen",
+             "preview, lint, fix, convert and register a dataset for LLaMA-Factory, with token-length stats"),
+    StepInfo("config", "Config", "screens.config:ConfigScreen",
+             "LoRA / QLoRA / full, template, DeepSpeed, GPUs and nodes: the YAML, JSON and command, with a memory fit"),
+    StepInfo("train", "Train", "screens.train:TrainScreen",
+             "a detached run that survives SSH drops: live loss chart, GPU panels, diagnosis, stop and resume"),
+)
 
 
 def step_ids() -> tuple[str, ...]:

@@ -4,4 +4,8 @@ services when they run, so `devtune --help` stays fast."""
 
 COMMAND_MODULES = (
     "demo",
+    "data",
+    "config",
+    "train",
+    "diagnose",
 )

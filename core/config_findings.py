@@ -1,0 +1,53 @@
+"""What the Config checks report (`Finding`) and what they read (`RuleContext`)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.dataset.summary import DatasetSummary
+from core.gpu_catalog import GpuTarget
+from core.lf_templates import BUILTIN, TemplateCatalog
+from core.trainspec import TrainSpec, effective_batch, value
+
+SEVERITIES = ("error", "warning", "info")
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: str  # error | warning | info
+    code: str  # stable id, e.g. "template.mismatch"
+    message: str
+    field: str | None = None  # the TrainSpec field it is about (the form marks it)
+    fix: str | None = None
+    source: str = "devtune"  # devtune | llamafactory
+
+
+@dataclass
+class RuleContext:
+    """What the rules read from the workspace, gathered once by core.config.rule_context."""
+
+    root: Path
+    catalog: TemplateCatalog = BUILTIN
+    targets: list[GpuTarget] = field(default_factory=list)  # what the run is sized for
+    found_gpus: int = 0  # GPUs the doctor found on this machine
+    dataset_info: dict[str, Any] | None = None  # data/dataset_info.json, None when absent
+    dataset_info_error: str | None = None
+    summaries: dict[str, DatasetSummary | None] = field(default_factory=dict)  # per dataset name
+    fit: Any = None  # core.memfit.FitEstimate, None when the model's shape is unknown
+    advice: list = field(default_factory=list)  # core.memfit_advice.FitAdvice
+
+
+def train_rows(spec: TrainSpec, rows: int) -> int:
+    """Rows left for training after the validation split and max_samples."""
+    val = float(value(spec, "val_size") or 0)
+    left = rows - (int(val) if val >= 1 else int(rows * val))
+    if value(spec, "max_samples"):
+        left = min(left, int(value(spec, "max_samples")))
+    return max(left, 0)
+
+
+def steps_per_epoch(spec: TrainSpec, rows: int) -> int:
+    return max(1, math.ceil(train_rows(spec, rows) / effective_batch(spec)))

@@ -1,0 +1,340 @@
+"""Step 3, Config: a form in sections (model, method, data, training, hardware, output) with inline
+validation, the memory-fit gauge, the findings, and a live preview of the YAML, the DeepSpeed JSON
+and the launch command side by side. Saving writes configs/ through core.config."""
+
+from __future__ import annotations
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.timer import Timer
+
+from core.config_form import FIELDS, form_values, placeholder, spec_from_form
+from core.gpu_catalog import CATALOG, GIB
+from core.i18n import _
+from core.lf_templates import BUILTIN
+from core.presets import PRESETS
+from core.trainspec import ATTENTIONS, PRECISIONS, SCHEDULERS, TrainSpec
+from screens.base import StepScreen
+from tui.widgets.field_form import FieldForm, FormRow
+from tui.widgets.files_preview import FilesPreview
+from tui.widgets.findings_view import FindingsView
+from tui.widgets.memory_gauge import GaugeData, MemoryGauge
+
+PREVIEW_DELAY = 0.2
+
+
+def _labels() -> dict[str, str]:
+    return {
+        "preset": _("start from preset"), "model_name_or_path": _("model (folder or hub id)"),
+        "template": _("chat template"), "finetuning_type": _("method"), "quantization_bit": _("QLoRA bits"),
+        "lora_rank": _("LoRA rank"), "lora_alpha": _("LoRA alpha"), "lora_dropout": _("LoRA dropout"),
+        "lora_target": _("LoRA targets"), "additional_target": _("also train (full)"),
+        "dataset": _("dataset(s)"), "cutoff_len": _("cutoff_len (tokens)"), "val_size": _("validation split"),
+        "max_samples": _("max samples"), "per_device_train_batch_size": _("batch per device"),
+        "gradient_accumulation_steps": _("gradient accumulation"), "learning_rate": _("learning rate"),
+        "num_train_epochs": _("epochs"), "max_steps": _("max steps (overrides)"),
+        "lr_scheduler_type": _("scheduler"), "warmup_ratio": _("warmup ratio"), "precision": _("precision"),
+        "flash_attn": _("attention"), "disable_gradient_checkpointing": _("no grad. checkpointing"),
+        "logging_steps": _("logging steps"), "save_steps": _("save steps"), "launch.device": _("device"),
+        "launch.gpu_model": _("target GPU"), "launch.gpus_per_node": _("GPUs per node"),
+        "launch.nnodes": _("nodes"), "launch.master_addr": _("node 0 address"),
+        "launch.master_port": _("node 0 port"), "zero_stage": _("DeepSpeed ZeRO"), "offload": _("CPU offload"),
+        "output_dir": _("output_dir (saves/...)"), "overwrite_output_dir": _("start over (no resume)"),
+        "resume_from_checkpoint": _("resume from checkpoint"),
+    }
+
+
+def _sections() -> dict[str, str]:
+    return {"model": _("Model"), "method": _("Method"), "data": _("Data"), "train": _("Training"),
+            "hardware": _("Hardware and launch"), "output": _("Output")}
+
+
+def _options(key: str) -> list[tuple[str, str]]:
+    if key == "template":
+        return [(n, n) for n in BUILTIN.names]
+    if key == "finetuning_type":
+        return [(_("LoRA"), "lora"), (_("QLoRA (4-bit, bitsandbytes)"), "qlora"), (_("full"), "full"),
+                (_("freeze (last layers)"), "freeze")]
+    if key == "quantization_bit":
+        return [("4", "4"), ("8", "8")]
+    if key == "lr_scheduler_type":
+        return [(s, s) for s in SCHEDULERS]
+    if key == "precision":
+        return [(p, p) for p in PRECISIONS]
+    if key == "flash_attn":
+        return [(a, a) for a in ATTENTIONS]
+    if key == "launch.device":
+        return [(_("GPU"), "gpu"), (_("CPU (tiny model)"), "cpu")]
+    if key == "launch.gpu_model":
+        return [(f"{g.name} ({g.memory_bytes / GIB:.0f} GiB)", g.id) for g in CATALOG]
+    if key == "zero_stage":
+        return [(_("off"), "none"), ("ZeRO-2", "2"), ("ZeRO-3", "3"), ("ZeRO-0", "0")]
+    return []
+
+
+def form_rows() -> list[FormRow]:
+    labels, sections = _labels(), _sections()
+    rows = [FormRow("preset", labels["preset"], "choice", sections["model"],
+                    [(f"{n}: {p.description}", n) for n, p in PRESETS.items()], _("keep the current values"))]
+    for f in FIELDS:
+        rows.append(FormRow(f.key, labels.get(f.key, f.key), f.kind, sections[f.section], _options(f.key),
+                            placeholder(f.key)))
+    return rows
+
+
+class ConfigScreen(StepScreen):
+    STEP_ID = "config"
+    BINDINGS = [
+        Binding("ctrl+s", "save", _("Save config"), id="config.save"),
+        Binding("f5", "check", _("Check with LLaMA-Factory"), id="config.check"),
+        Binding("ctrl+r", "reload", _("Reload from disk"), id="config.reload"),
+    ]
+    DEFAULT_CSS = """
+    ConfigScreen #config-columns { height: 1fr; }
+    ConfigScreen #config-left { width: 1fr; min-width: 50; }
+    ConfigScreen #config-right { width: 1fr; padding-left: 1; }
+    """
+
+    @property
+    def INTRO(self) -> str:  # noqa: N802 - StepScreen's attribute, translated when shown
+        return _("Choose how to train. The form writes LLaMA-Factory's own YAML, the DeepSpeed JSON and the "
+                 "command; the gauge says whether it fits the GPU. ctrl+s saves, F5 asks LLaMA-Factory itself.")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.spec: TrainSpec | None = None
+        self.config_path = "configs/train.yaml"
+        self.catalog = BUILTIN
+        self.found: list[tuple[str, int]] = []
+        self.shown = None
+        self._timer: Timer | None = None
+        self._form_errors: dict[str, str] = {}
+        self._force_save = False
+
+    def compose_body(self) -> ComposeResult:
+        with Horizontal(id="config-columns"):
+            with Vertical(id="config-left"):
+                yield FieldForm(form_rows(), id="config-form")
+            with Vertical(id="config-right"):
+                gauge = MemoryGauge(id="config-gauge")
+                gauge.border_title = _("memory fit")
+                yield gauge
+                findings = FindingsView(id="config-findings")
+                findings.border_title = _("checks")
+                yield findings
+                yield FilesPreview([("preview-yaml", "train.yaml"), ("preview-deepspeed", _("DeepSpeed JSON")),
+                                    ("preview-command", _("command"))], id="config-preview")
+
+    def on_mount(self) -> None:
+        self.load_config()
+        self.load_templates()
+
+    # loading
+    @work(thread=True, exclusive=True, exit_on_error=False, group="config-load",
+          description=_("reading the training config"))
+    def load_config(self) -> None:
+        from core.config import ConfigMissing, current_config_path, found_gpus, load_config, registered_datasets
+        from core.presets import preset_spec
+        from core.tinymodel import TINY_NAME
+        from core.yaml_import import ImportProblem
+
+        path = current_config_path(self.ws)
+        found = found_gpus(self.ws)
+        registered = registered_datasets(self.ws)
+        note = None
+        try:
+            loaded = load_config(self.ws, path)
+            spec = loaded.spec
+            if loaded.edited_by_hand:
+                note = _("{path} was edited by hand: the form shows the file", path=path)
+        except (ConfigMissing, ImportProblem) as exc:
+            state = self.state
+            name = "cpu-demo" if (self.ws.models_dir / TINY_NAME / "config.json").exists() else "lora-1gpu"
+            spec = preset_spec(name, [state.dataset_name] if state.dataset_name else None)
+            note = _("no config saved yet: starting from the {name} preset", name=name)
+            if isinstance(exc, ImportProblem):
+                note = _("{path} cannot be read ({error}): the form starts from the {name} preset; saving "
+                         "replaces the file only when asked twice", path=path, error=str(exc), name=name)
+        self.app.call_from_thread(self._loaded, spec, path, found, registered, note)
+
+    def _loaded(self, spec: TrainSpec, path: str, found: list[tuple[str, int]], registered: list[str],
+                note: str | None) -> None:
+        self.spec, self.config_path, self.found = spec, path, found
+        form = self.query_one(FieldForm)
+        form.set_values({**form_values(spec), "preset": ""})
+        form.set_placeholder("dataset", _("registered: {names}", names=", ".join(registered)) if registered
+                             else _("none registered yet (Data step)"))
+        if found:
+            form.query_one("#field-launch-gpu-model").disabled = True
+        self._form_errors = {}
+        form.set_errors({})
+        if note:
+            self.notify(note, timeout=6)
+        self.request_preview()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="config-templates",
+          description=_("reading LLaMA-Factory's template list"))
+    def load_templates(self) -> None:
+        from core.lf_templates import load_catalog
+
+        catalog = load_catalog(self.ws.cache_dir / "lf_templates.json")
+        self.app.call_from_thread(self._templates_loaded, catalog)
+
+    def _templates_loaded(self, catalog) -> None:
+        self.catalog = catalog
+        self.query_one(FieldForm).set_options("template", [(n, n) for n in catalog.names])
+        self.request_preview()
+
+    # editing
+    @on(FieldForm.Changed)
+    def _form_changed(self, event: FieldForm.Changed) -> None:
+        if self.spec is None:
+            return
+        form = self.query_one(FieldForm)
+        if event.key == "preset":
+            name = form.values().get("preset")
+            if name:
+                from core.presets import preset_spec
+
+                self.spec = preset_spec(str(name), self.spec.dataset or None)
+                form.set_values({**form_values(self.spec)})
+                self.request_preview()
+            return
+        old = self.spec
+        new, errors = spec_from_form(self.spec, form.values())
+        self._form_errors = errors
+        form.set_errors(errors)
+        if new is not None:
+            self.spec = new
+            self._force_save = False
+            self.request_preview()
+            if event.key == "model_name_or_path" and new.model_name_or_path != old.model_name_or_path:
+                self.suggest_template(old.model_name_or_path, new.model_name_or_path, new.template)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="config-template",
+          description=_("looking up the model's template"))
+    def suggest_template(self, old_model: str, new_model: str, current: str | None) -> None:
+        """Like LlamaBoard: choosing a model fills in its template, unless the person chose another one."""
+        from core.lf_templates import default_template
+
+        before = default_template(old_model, self.catalog, self.ws.root)
+        after = default_template(new_model, self.catalog, self.ws.root)
+        if after and after != current and current in (None, before):
+            self.app.call_from_thread(self._set_template, new_model, after)
+
+    def _set_template(self, model: str, template: str) -> None:
+        if self.spec is None or self.spec.model_name_or_path != model:
+            return
+        self.query_one(FieldForm).set_values({"template": template})
+        self.spec = self.spec.model_copy(update={"template": template})
+        self.notify(_("template set to {name}, the one {model} is trained with", name=template, model=model),
+                    timeout=5)
+        self.request_preview()
+
+    def request_preview(self) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+        self._timer = self.set_timer(PREVIEW_DELAY, self._start_preview)
+
+    def _start_preview(self) -> None:
+        if self.spec is not None:
+            self.compute_preview(self.spec)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="config-preview",
+          description=_("computing the preview and memory fit"))
+    def compute_preview(self, spec: TrainSpec) -> None:
+        from core.config import preview
+
+        shown = preview(self.ws, spec, self.config_path, found=self.found, catalog=self.catalog)
+        self.app.call_from_thread(self._show, shown, None)
+
+    def _show(self, shown, extra_findings) -> None:
+        from core.memfit import gib, verdict_label
+
+        if shown.spec is not self.spec:
+            return  # an older preview: a newer one is on its way
+        self.shown = shown
+        findings = list(shown.findings) + list(extra_findings or [])
+        order = {"error": 0, "warning": 1, "info": 2}
+        findings.sort(key=lambda f: order[f.severity])
+        self.query_one(FindingsView).show([(f.severity, f.message, f.fix) for f in findings], empty=_("no findings"))
+        inline = {f.field: f.message for f in findings if f.severity == "error" and f.field}
+        self.query_one(FieldForm).set_errors({**inline, **self._form_errors})
+        fit = shown.fit
+        gauge = self.query_one(MemoryGauge)
+        if fit is None:
+            gauge.show(GaugeData("unknown", _("memory fit unknown: the model's shape could not be read"), [], None))
+        else:
+            capacity = fit.capacity_bytes
+            headline = (_("{verdict}: {need} of {have} per device ({device})", verdict=verdict_label(fit.verdict),
+                          need=gib(fit.per_device_bytes), have=gib(capacity), device=fit.device) if capacity else
+                        _("{need} per device; choose a target GPU", need=gib(fit.per_device_bytes)))
+            notes = list(fit.notes)
+            if fit.host_bytes:
+                notes.append(_("CPU RAM for offload: {need} per node", need=gib(fit.host_bytes)))
+            gauge.show(GaugeData(fit.verdict, headline, [(p.label, p.bytes) for p in fit.parts], capacity,
+                                 [a.text + f" ({gib(a.estimate.per_device_bytes)})" for a in shown.advice], notes))
+        files = self.query_one(FilesPreview)
+        files.show("preview-yaml", shown.yaml)
+        files.show("preview-deepspeed", shown.deepspeed_json or (
+            _("# {path} (your own file, not rewritten)", path=shown.deepspeed_path) if shown.deepspeed_path
+            else _("# DeepSpeed is off")))
+        files.show("preview-command", "\n".join(
+            [_("# run from the workspace root: cd {root}", root=self.ws.root)]
+            + [(f"# node {c.node_rank}\n" if len(shown.commands) > 1 else "") + c.text for c in shown.commands]))
+
+    # actions
+    def action_save(self) -> None:
+        if self.spec is None or self._form_errors:
+            self.notify(_("fix the marked fields first"), severity="warning")
+            return
+        self.save_config(self.spec, self._force_save)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="config-save",
+          description=_("saving the training config"))
+    def save_config(self, spec: TrainSpec, force: bool) -> None:
+        from core.atomicfile import FileExistsRefused
+        from core.config import preview, save_config
+
+        try:
+            saved = save_config(self.ws, spec, self.config_path, force=force)
+        except FileExistsRefused as exc:
+            self.app.call_from_thread(self._refused, str(exc.path))
+            return
+        shown = preview(self.ws, spec, self.config_path, found=self.found, catalog=self.catalog)
+        self.app.call_from_thread(self._saved, saved, shown)
+
+    def _refused(self, path: str) -> None:
+        self._force_save = True
+        self.show_error(_("{path} was not written by devtune (or was edited since): press ctrl+s again to "
+                          "replace it", path=self.ws.rel(path)))
+
+    def _saved(self, saved, shown) -> None:
+        from core.config import summary_line
+
+        self.clear_error()
+        self._force_save = False
+        self.set_status("attention" if shown.errors else "done", summary_line(shown))
+        self.app.remember(config_file=saved.yaml_path)
+        written = ", ".join(saved.written) or _("nothing changed")
+        self.notify(_("saved: {files}", files=written), timeout=5)
+
+    def action_check(self) -> None:
+        if self.spec is not None and not self._form_errors:
+            self.notify(_("asking LLaMA-Factory's own parser (a few seconds)..."), timeout=4)
+            self.run_check(self.spec)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="config-check",
+          description=_("checking with LLaMA-Factory"))
+    def run_check(self, spec: TrainSpec) -> None:
+        from core.config_check import check_config, lf_findings
+
+        checked = check_config(self.ws, spec, self.config_path, found=self.found, catalog=self.catalog)
+        extra = lf_findings(spec, checked.llamafactory, checked.preview.targets)
+        self.app.call_from_thread(self._show, checked.preview, extra)
+
+    def action_reload(self) -> None:
+        self.clear_error()
+        self.load_config()

@@ -1,0 +1,393 @@
+"""`devtune config ...`: write, show, check and launch-print the LLaMA-Factory training config.
+
+    devtune config init [--preset NAME | --from-yaml FILE] [--gpus N --nodes N --master-addr HOST ...]
+    devtune config show [--json]
+    devtune config check [--json] [--no-llamafactory]      exit 1 when there are errors
+    devtune config command [--json] [--node-rank N]        the launch command, one per node
+    devtune config export FILE [--force]
+    devtune config presets [--json]
+"""
+
+from __future__ import annotations
+
+import sys
+
+from tui.commands.output import emit_json, err, workspace
+
+EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
+
+
+def register(sub, add_common) -> list[str]:
+    p = sub.add_parser("config", help="step 3: the LLaMA-Factory training YAML, DeepSpeed JSON and command",
+                       description="Write and check the training config: LoRA/QLoRA/full/freeze, template, "
+                       "precision, DeepSpeed ZeRO-2/3, one GPU, several GPUs or several nodes, with a memory-fit "
+                       "verdict. Files land in configs/ (paths relative to the workspace root).")
+    add_common(p)
+    verbs = p.add_subparsers(dest="config_command", metavar="ACTION")
+    p.set_defaults(handler=lambda args: _usage(p))
+
+    init = verbs.add_parser("init", help="write configs/train.yaml from a preset or an existing LLaMA-Factory YAML")
+    add_common(init)
+    src = init.add_mutually_exclusive_group()
+    src.add_argument("--preset", metavar="NAME", help="cpu-demo, lora-1gpu, qlora-70b, zero3-multi-gpu, multi-node "
+                     "(default: cpu-demo when the demo model is here, else lora-1gpu)")
+    src.add_argument("--from-yaml", metavar="FILE", help="import a LLaMA-Factory YAML (unmodelled keys are kept)")
+    init.add_argument("--output", metavar="PATH", default="configs/train.yaml",
+                      help="where to write (default: %(default)s)")
+    init.add_argument("--force", action="store_true", help="replace a file devtune did not write (or one edited since)")
+    init.add_argument("--model", metavar="PATH_OR_ID", help="model folder (workspace-relative) or hub id")
+    init.add_argument("--template", metavar="NAME", help="LLaMA-Factory chat template")
+    init.add_argument("--dataset", metavar="NAMES", help="dataset name(s) from dataset_info.json, comma-separated")
+    init.add_argument("--method", choices=("lora", "qlora", "full", "freeze"), help="fine-tuning method")
+    init.add_argument("--gpus", type=int, metavar="N", help="GPUs per node")
+    init.add_argument("--nodes", type=int, metavar="N", help="number of nodes")
+    init.add_argument("--master-addr", metavar="HOST", help="address of node 0 (multi-node)")
+    init.add_argument("--master-port", type=int, metavar="PORT", help="port on node 0 (default 29500)")
+    init.add_argument("--zero", choices=("none", "2", "3"), help="DeepSpeed ZeRO stage")
+    init.add_argument("--offload", action="store_true", default=None, help="DeepSpeed CPU offload")
+    init.add_argument("--gpu-model", metavar="ID", help="target GPU when none is found here (see: config presets)")
+    init.add_argument("--json", action="store_true", help="print the result as JSON")
+    init.set_defaults(handler=run_init)
+
+    for name, text in (("show", "show the config, its files, memory fit and command"),
+                       ("check", "check the config with devtune's rules and LLaMA-Factory's own parser"),
+                       ("command", "print the launch command (one per node)")):
+        verb = verbs.add_parser(name, help=text)
+        add_common(verb)
+        verb.add_argument("--config", metavar="PATH", help="the YAML (default: the wizard's, else configs/train.yaml)")
+        verb.add_argument("--json", action="store_true", help="print JSON")
+        if name == "check":
+            verb.add_argument("--no-llamafactory", action="store_true", help="skip LLaMA-Factory's parser (faster)")
+        if name == "command":
+            verb.add_argument("--node-rank", type=int, metavar="N", help="only this node's command")
+        verb.set_defaults(handler={"show": run_show, "check": run_check, "command": run_command}[name])
+
+    export = verbs.add_parser("export", help="write the config as a LLaMA-Factory YAML elsewhere")
+    add_common(export)
+    export.add_argument("dest", metavar="FILE")
+    export.add_argument("--config", metavar="PATH", help="the YAML to export (default: the wizard's)")
+    export.add_argument("--force", action="store_true", help="replace FILE if it exists")
+    export.set_defaults(handler=run_export)
+
+    presets = verbs.add_parser("presets", help="list the presets and the GPU catalogue")
+    add_common(presets)
+    presets.add_argument("--json", action="store_true", help="print JSON")
+    presets.set_defaults(handler=run_presets)
+    return ["config"]
+
+
+def _usage(parser) -> int:
+    parser.print_help(sys.stderr)
+    return EXIT_USAGE
+
+
+# ---- init ----------------------------------------------------------------------------------------
+
+def _overrides(args, spec):
+    from core.trainspec import TrainSpec
+
+    update: dict = {}
+    launch: dict = {}
+    if args.model:
+        update["model_name_or_path"] = args.model
+        if not args.template:
+            update["template"] = _model_template(args)
+    if args.template:
+        update["template"] = args.template
+    if args.dataset:
+        update["dataset"] = [d.strip() for d in args.dataset.split(",") if d.strip()]
+    if args.method:
+        update["finetuning_type"] = args.method
+        if args.method == "qlora":
+            update["quantization_bit"] = spec.quantization_bit or 4
+    if args.zero:
+        update.update(zero_stage=None if args.zero == "none" else int(args.zero), deepspeed=None)
+    if args.offload is not None:
+        update.update(offload=bool(args.offload), deepspeed=None)
+    for key, arg in (("gpus_per_node", args.gpus), ("nnodes", args.nodes), ("master_addr", args.master_addr),
+                     ("master_port", args.master_port), ("gpu_model", args.gpu_model)):
+        if arg is not None:
+            launch[key] = arg
+    if launch or args.gpus:
+        launch.setdefault("device", "gpu")
+    if launch:
+        update["launch"] = spec.launch.model_copy(update=launch).model_dump()
+    data = {**spec.model_dump(), **update}
+    return TrainSpec.model_validate(data), bool(update)
+
+
+def _cached_catalog(ws):
+    """LLaMA-Factory's template list as last read (`config check` refreshes it), else the built-in one."""
+    from core.lf_templates import load_catalog
+
+    return load_catalog(ws.cache_dir / "lf_templates.json", cached_only=True)
+
+
+def _model_template(args) -> str | None:
+    """The model's own template (LLaMA-Factory's map when cached, else devtune's rules); None if unknown."""
+    from core.lf_templates import default_template
+
+    ws = workspace(args)
+    return default_template(args.model, _cached_catalog(ws), ws.root)
+
+
+def run_init(args) -> int:
+    from pydantic import ValidationError
+
+    from core.atomicfile import FileExistsRefused
+    from core.config import DEFAULT_CONFIG, preview, record_sidecar, save_config
+    from core.gpu_catalog import gpu_model
+    from core.i18n import _
+    from core.presets import PRESETS, preset_spec
+    from core.tinymodel import TINY_NAME
+    from core.workspace import StepStatus
+    from core.yaml_import import ImportProblem, import_lf_yaml
+
+    ws = workspace(args).ensure()
+    out_path = args.output or DEFAULT_CONFIG
+    if args.gpu_model and gpu_model(args.gpu_model) is None:
+        err(_("unknown GPU {id}; see: devtune config presets", id=args.gpu_model))
+        return EXIT_USAGE
+    adopted = False
+    kept: list[str] = []
+    notes: list[str] = []
+    try:
+        if args.from_yaml:
+            source = ws.abs(args.from_yaml)
+            result = import_lf_yaml(source, root=ws.root)
+            spec, kept, notes = result.spec, result.kept, result.notes
+        else:
+            name = args.preset or ("cpu-demo" if (ws.models_dir / TINY_NAME / "config.json").exists() else "lora-1gpu")
+            if name not in PRESETS:
+                err(_("unknown preset {name}; choose one of {names}", name=name, names=", ".join(PRESETS)))
+                return EXIT_USAGE
+            state = ws.load_state()
+            spec = preset_spec(name, [state.dataset_name] if state.dataset_name else None)
+        spec, changed = _overrides(args, spec)
+        if args.from_yaml and ws.abs(out_path).resolve() == ws.abs(args.from_yaml).resolve() and not changed:
+            record_sidecar(ws, spec, out_path)  # the person's own file, adopted as it is
+            adopted = True
+            saved = None
+        else:
+            saved = save_config(ws, spec, out_path, force=args.force)
+    except ImportProblem as exc:
+        err(_("cannot import {path}: {error}", path=args.from_yaml, error=str(exc)))
+        return EXIT_USAGE
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        err(_("{key}: {error}", key=".".join(str(p) for p in first["loc"]), error=first["msg"]))
+        return EXIT_USAGE
+    except FileExistsRefused as exc:
+        err(str(exc))
+        return EXIT_USAGE
+    shown = preview(ws, spec, out_path, catalog=_cached_catalog(ws))
+    _remember(ws, shown, out_path, StepStatus)
+    if args.json:
+        emit_json({"config_file": out_path, "adopted": adopted, "written": saved.written if saved else [],
+                   "unchanged": saved.unchanged if saved else [], "kept": kept, "notes": notes,
+                   **_preview_json(shown)})
+        return EXIT_OK
+    if adopted:
+        print(_("adopted {path} as it is (not rewritten)", path=out_path))
+    else:
+        for path in saved.written:
+            print(_("wrote {path}", path=path))
+        for path in saved.unchanged:
+            print(_("unchanged {path}", path=path))
+    if kept:
+        print(_("kept as imported (devtune does not model them): {keys}", keys=", ".join(kept)))
+    for note in notes:
+        print(f"  {note}")
+    _print_findings(shown.findings, brief=True)
+    _print_commands(ws, shown.commands)
+    return EXIT_OK
+
+
+def _remember(ws, shown, path: str, StepStatus) -> None:
+    from core.config import summary_line
+
+    status = StepStatus.ATTENTION if shown.errors else StepStatus.DONE
+
+    def mutate(state):
+        state.config_file = path
+        state.set_step("config", status, summary_line(shown))
+
+    ws.update_state(mutate)
+
+
+# ---- show / check / command / export -------------------------------------------------------------
+
+def _load(args):
+    from core.config import ConfigMissing, load_config
+    from core.yaml_import import ImportProblem
+
+    ws = workspace(args)
+    try:
+        return ws, load_config(ws, getattr(args, "config", None))
+    except (ConfigMissing, ImportProblem) as exc:
+        err(str(exc))
+        return ws, None
+
+
+def _preview_json(shown) -> dict:
+    import json
+    from dataclasses import asdict
+
+    from core.config import summary_line
+
+    fit = shown.fit
+    return {
+        "summary": summary_line(shown),
+        "spec": shown.spec.model_dump(mode="json"),
+        "yaml": shown.yaml,
+        "deepspeed_file": shown.deepspeed_path,
+        "deepspeed": json.loads(shown.deepspeed_json) if shown.deepspeed_json else None,
+        "commands": [{"node_rank": c.node_rank, "env": c.env, "argv": c.argv, "text": c.text} for c in shown.commands],
+        "fit": None if fit is None else {
+            "verdict": fit.verdict, "per_device_bytes": fit.per_device_bytes, "capacity_bytes": fit.capacity_bytes,
+            "device": fit.device, "devices": fit.devices, "seq_len": fit.seq_len, "micro_batch": fit.micro_batch,
+            "host_bytes": fit.host_bytes, "trainable_params": fit.trainable_params, "total_params": fit.total_params,
+            "parts": {p.key: p.bytes for p in fit.parts},
+            "advice": [{"key": a.key, "text": a.text, "verdict": a.estimate.verdict,
+                        "per_device_bytes": a.estimate.per_device_bytes} for a in shown.advice]},
+        "findings": [asdict(f) for f in shown.findings],
+    }
+
+
+def _print_findings(findings, *, brief: bool = False) -> None:
+    from core.i18n import _
+
+    marks = {"error": _("error"), "warning": _("warning"), "info": _("info")}
+    for f in findings:
+        if brief and f.severity == "info" and not f.code.startswith("fit."):
+            continue
+        print(f"  [{marks[f.severity]}] {f.message}")
+        if f.fix:
+            print(f"      → {f.fix}")
+
+
+def _print_commands(ws, commands) -> None:
+    from core.i18n import _
+
+    print(_("run from the workspace root ({root}):", root=ws.root))
+    for cmd in commands:
+        print(f"  {cmd.text}")
+
+
+def run_show(args) -> int:
+    from core.config import preview, summary_line
+    from core.i18n import _
+    from core.memfit import human_bytes
+
+    ws, loaded = _load(args)
+    if loaded is None:
+        return EXIT_USAGE
+    shown = preview(ws, loaded.spec, loaded.path, catalog=_cached_catalog(ws))
+    if args.json:
+        emit_json({"config_file": loaded.path, "edited_by_hand": loaded.edited_by_hand, **_preview_json(shown)})
+        return EXIT_OK
+    print(f"{loaded.path}: {summary_line(shown)}")
+    if loaded.edited_by_hand:
+        print(_("  (edited by hand since devtune wrote it: re-read from the file)"))
+    if shown.deepspeed_path:
+        print(_("  DeepSpeed: {path}", path=shown.deepspeed_path))
+    if shown.fit is not None:
+        parts = ", ".join(f"{p.label} {human_bytes(p.bytes)}" for p in shown.fit.parts)
+        print(_("  memory per device: {parts}", parts=parts))
+    print()
+    print(shown.yaml, end="")
+    print()
+    _print_findings(shown.findings)
+    _print_commands(ws, shown.commands)
+    return EXIT_OK
+
+
+def run_check(args) -> int:
+    from core.config_check import check_config
+    from core.i18n import _
+    from core.lf_templates import load_catalog
+
+    ws, loaded = _load(args)
+    if loaded is None:
+        return EXIT_USAGE
+    if not args.json and not args.no_llamafactory:
+        print(_("checking with LLaMA-Factory's own parser (a few seconds)..."), file=sys.stderr)
+    catalog = load_catalog(ws.cache_dir / "lf_templates.json", cached_only=args.no_llamafactory)
+    checked = check_config(ws, loaded.spec, loaded.path, catalog=catalog, with_llamafactory=not args.no_llamafactory)
+    findings = checked.findings
+    if args.json:
+        from dataclasses import asdict
+
+        emit_json({"config_file": loaded.path, "ok": not checked.errors, "findings": [asdict(f) for f in findings]})
+    else:
+        _print_findings(findings)
+        errors = len(checked.errors)
+        print(_("{n} errors", n=errors) if errors else _("no errors"))
+    return EXIT_PROBLEMS if checked.errors else EXIT_OK
+
+
+def run_command(args) -> int:
+    from core.config import node_commands
+    from core.i18n import _
+
+    ws, loaded = _load(args)
+    if loaded is None:
+        return EXIT_USAGE
+    commands = node_commands(loaded.spec, loaded.path)
+    if args.node_rank is not None:
+        if not 0 <= args.node_rank < len(commands):
+            err(_("node rank must be between 0 and {last}", last=len(commands) - 1))
+            return EXIT_USAGE
+        commands = [commands[args.node_rank]]
+    if args.json:
+        emit_json({"cwd": str(ws.root), "commands": [{"node_rank": c.node_rank, "env": c.env, "argv": c.argv,
+                                                      "text": c.text} for c in commands]})
+        return EXIT_OK
+    print(_("# run from the workspace root: cd {root}", root=ws.root), file=sys.stderr)
+    for cmd in commands:
+        if len(commands) > 1 or args.node_rank is not None:
+            print(_("# node {rank}", rank=cmd.node_rank))
+        print(cmd.text)
+    return EXIT_OK
+
+
+def run_export(args) -> int:
+    from pathlib import Path
+
+    from core.atomicfile import FileExistsRefused
+    from core.config import export_yaml
+    from core.i18n import _
+    from core.lf_yaml import deepspeed_path
+
+    ws, loaded = _load(args)
+    if loaded is None:
+        return EXIT_USAGE
+    dest = Path(args.dest).expanduser()
+    try:
+        export_yaml(ws, loaded.spec, dest, force=args.force)
+    except FileExistsRefused as exc:
+        err(str(exc))
+        return EXIT_USAGE
+    print(_("wrote {path}", path=str(dest)))
+    if loaded.spec.zero_stage is not None:
+        print(_("  its deepspeed: {path} is relative to the workspace root", path=deepspeed_path(loaded.spec)))
+    return EXIT_OK
+
+
+def run_presets(args) -> int:
+    from core.gpu_catalog import CATALOG, GIB
+    from core.i18n import _
+    from core.presets import PRESETS
+
+    if args.json:
+        emit_json({"presets": {n: p.description for n, p in PRESETS.items()},
+                   "gpus": [{"id": g.id, "name": g.name, "memory_bytes": g.memory_bytes, "bf16": g.bf16}
+                            for g in CATALOG]})
+        return EXIT_OK
+    print(_("presets:"))
+    for name, preset in PRESETS.items():
+        print(f"  {name:<16} {preset.description}")
+    print(_("target GPUs (--gpu-model):"))
+    for g in CATALOG:
+        print(f"  {g.id:<10} {g.name:<38} {g.memory_bytes / GIB:>6.0f} GiB{'' if g.bf16 else '  (no bf16)'}")
+    return EXIT_OK

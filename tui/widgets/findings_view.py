@@ -1,0 +1,44 @@
+"""FindingsView: a short list of checks' findings (error / warning / info), each with its fix.
+
+Fed (severity, message, fix) tuples; errors first, as the caller orders them.
+"""
+
+from __future__ import annotations
+
+from textual.content import Content
+from textual.widgets import Static
+
+MARKS = {"error": ("✗ ", "bold $error"), "warning": ("! ", "bold $warning"), "info": ("· ", "$text-muted")}
+
+
+class FindingsView(Static):
+    DEFAULT_CSS = """
+    FindingsView {
+        height: auto;
+        max-height: 12;
+        overflow-y: auto;
+        padding: 0 1;
+        border: round $panel-lighten-2;
+        border-title-color: $text-muted;
+    }
+    FindingsView.-errors { border: round $error; }
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__("", **kwargs)
+        self.items: list[tuple[str, str, str | None]] = []
+
+    def show(self, items: list[tuple[str, str, str | None]], *, empty: str = "") -> None:
+        self.items = list(items)
+        self.set_class(any(s == "error" for s, _, _ in items), "-errors")
+        if not items:
+            self.update(Content.styled(empty, "$text-muted"))
+            return
+        lines: list[Content] = []
+        for severity, message, fix in items:
+            mark, style = MARKS.get(severity, MARKS["info"])
+            text_style = "$text" if severity != "info" else "$text-muted"
+            lines.append(Content.styled(mark, style) + Content.styled(message, text_style))
+            if fix:
+                lines.append(Content.styled(f"  → {fix}", "$text-muted italic"))
+        self.update(Content("\n").join(lines))
