@@ -32,7 +32,7 @@ def _note_for(exit_code: int, stop_requested: bool) -> str:
     if stop_requested:
         return _("stopped on request (exit code {code})", code=exit_code)
     if exit_code == 0:
-        return _("finished")
+        return ""
     if exit_code in (-9, 137):
         return _("killed with SIGKILL (exit {code}): most often the kernel's OOM killer; see `dmesg`", code=exit_code)
     if exit_code < 0:

@@ -1,0 +1,93 @@
+"""The Train screen re-attaching to runs from their files: history, progress, GPU replay, diagnosis.
+
+Runs are recorded real LLaMA-Factory outputs (tests/fixtures/logs) placed in a workspace as a
+finished / failed run would leave them; tests/e2e drives live runs."""
+
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from core.runs import RunRecord, RunStatus, write_record
+from screens import steps as step_registry
+from screens.steps import StepInfo
+from tests.tui.helpers import wait_until
+from tui.app import DevtuneApp
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+@pytest.fixture
+def train_only(monkeypatch):
+    monkeypatch.setattr(step_registry, "STEPS", (
+        StepInfo("train", "Train", "screens.train:TrainScreen", "train"),))
+
+
+def place_run(ws, name: str, fixture: str, status: RunStatus, exit_code: int, started: float) -> RunRecord:
+    src = FIXTURES / "logs" / fixture
+    out = ws.root / "saves" / name
+    out.mkdir(parents=True)
+    if (src / "trainer_log.jsonl").exists():
+        shutil.copy(src / "trainer_log.jsonl", out / "trainer_log.jsonl")
+    d = ws.runs_dir / name
+    d.mkdir(parents=True)
+    for log in ("stdout.log", "stderr.log"):
+        (d / log).write_bytes((src / log).read_bytes() if (src / log).exists() else b"")
+    record = RunRecord(id=name, argv=["llamafactory-cli", "train", "configs/train.yaml"], cwd=str(ws.root),
+                       config="configs/train.yaml", output_dir=f"saves/{name}", status=status, exit_code=exit_code,
+                       started=started, ended=started + 30, note="")
+    write_record(d, record)
+    return record
+
+
+async def test_reattach_shows_history_and_gpu_replay(workspace, train_only):
+    place_run(workspace, "20260101-000000-normal", "lf_normal", RunStatus.FINISHED, 0, time.time() - 100)
+    shutil.copy(FIXTURES / "gpu" / "replay_mi300x_x8.jsonl", workspace.runs_dir / "20260101-000000-normal" / "gpu.jsonl")
+    app = DevtuneApp(workspace, watch_terminal=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.screen
+        await wait_until(pilot, lambda: screen.record is not None and screen.record.id.endswith("normal"))
+        chart = screen.query_one("LossChart")
+        await wait_until(pilot, lambda: len(chart.data.loss[0]) > 0)
+        log_lines = [line for line in (FIXTURES / "logs/lf_normal/trainer_log.jsonl").read_text().splitlines()
+                     if '"loss"' in line]
+        assert len(chart.data.loss[0]) == len(log_lines)
+        progress = str(screen.query_one("#train-progress").render())
+        assert "step" in progress and "loss" in progress
+        panel = screen.query_one("GpuPanel")
+        await wait_until(pilot, lambda: len(panel.samples) == 8)
+        assert "MI300X" in str(panel.render())
+        assert screen.query_one("#train-stop").disabled and not screen.query_one("#train-resume").disabled
+        await wait_until(pilot, lambda: workspace.load_state().step("train").status.value == "done")
+
+
+async def test_failed_run_shows_the_diagnosis_with_its_fix(workspace, train_only):
+    place_run(workspace, "20260101-000000-bad", "lf_no_valid_samples", RunStatus.FAILED, 1, time.time())
+    app = DevtuneApp(workspace, watch_terminal=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.screen
+        box = screen.query_one("DiagnosisBox")
+        await wait_until(pilot, lambda: box.has_class("-visible"))
+        text = str(box.render())
+        assert "Cannot find valid samples" in text or "valid samples" in text.lower()
+        assert "Fix" in text
+        await wait_until(pilot, lambda: workspace.load_state().step("train").status.value == "attention")
+
+
+async def test_no_config_says_where_to_go(workspace, train_only):
+    app = DevtuneApp(workspace, watch_terminal=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        status = app.screen.query_one("#train-status")
+        await wait_until(pilot, lambda: "Config" in str(status.render()))
+        await pilot.press("s")
+        await wait_until(pilot, lambda: app.screen.query_one("#step-error").has_class("-visible"))
+        assert "config" in str(app.screen.query_one("#step-error").render()).lower()
+
+
+async def test_small_terminal(workspace, train_only):
+    place_run(workspace, "20260101-000000-normal", "lf_normal", RunStatus.FINISHED, 0, time.time())
+    app = DevtuneApp(workspace, watch_terminal=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: app.screen.record is not None)
+        assert app.screen.query_one("LossChart").size.height >= 3

@@ -1,0 +1,146 @@
+"""Step 4 commands: `devtune train`, `runs`, `monitor`, `stop`, `resume`."""
+
+from __future__ import annotations
+
+import sys
+
+from tui.commands.output import emit_json, err, workspace
+
+
+def register(sub, add_common) -> list[str]:
+    p = sub.add_parser("train", help="start a training run (detached; survives SSH drops)",
+                       description="Start `llamafactory-cli train` on the config, detached under a supervisor. "
+                       "Without --detach, follow it with a progress bar and exit with its outcome; Ctrl-C "
+                       "leaves it running.")
+    add_common(p)
+    p.add_argument("--config", metavar="FILE", help="the train YAML (default: the wizard's, else configs/train.yaml)")
+    p.add_argument("--detach", action="store_true", help="start and return at once")
+    p.set_defaults(handler=run_train)
+
+    p = sub.add_parser("runs", help="list training runs")
+    add_common(p)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(handler=run_runs)
+
+    p = sub.add_parser("monitor", help="follow a run's progress",
+                       description="Print a run's progress; with --json, one JSON object per update.")
+    add_common(p)
+    p.add_argument("run", metavar="RUN", nargs="?", help="run id or prefix (default: the newest)")
+    p.add_argument("--json", action="store_true", help="one JSON object per update")
+    p.add_argument("--follow", action="store_true", help="keep following until the run ends")
+    p.set_defaults(handler=run_monitor)
+
+    p = sub.add_parser("stop", help="stop a run gracefully (the adapter is saved)")
+    add_common(p)
+    p.add_argument("run", metavar="RUN", help="run id or prefix")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the graceful stop (default 120)")
+    p.set_defaults(handler=run_stop)
+
+    p = sub.add_parser("resume", help="resume a stopped or failed run from its last checkpoint")
+    add_common(p)
+    p.add_argument("run", metavar="RUN", help="run id or prefix")
+    p.add_argument("--detach", action="store_true", help="start and return at once")
+    p.set_defaults(handler=run_resume)
+    return ["train", "runs", "monitor", "stop", "resume"]
+
+
+def _record_json(ws, record) -> dict:
+    return {
+        "id": record.id,
+        "status": record.status.value,
+        "started": record.started,
+        "ended": record.ended,
+        "config": record.config,
+        "output_dir": record.output_dir,
+        "exit_code": record.exit_code,
+        "note": record.note,
+        "resume_of": record.resume_of,
+        "pid": record.trainer.pid if record.trainer else None,
+        "host": record.host,
+    }
+
+
+def run_runs(args) -> int:
+    from core.runs import list_runs
+
+    ws = workspace(args)
+    runs = [r for r in list_runs(ws) if r.kind == "train"]
+    if args.json:
+        emit_json({"runs": [_record_json(ws, r) for r in runs]})
+        return 0
+    if not runs:
+        print("no runs yet; start one with `devtune train`")
+        return 0
+    import time
+
+    for r in runs:
+        started = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started))
+        print(f"{r.id:<40} {r.status.value:<9} {started}  {r.output_dir or ''}  {r.note}")
+    return 0
+
+
+def run_stop(args) -> int:
+    from core.runs import RunError, find_run, stop_run
+
+    ws = workspace(args)
+    try:
+        record = find_run(ws, args.run)
+    except RunError as exc:
+        err(str(exc))
+        return 2
+    if not record.active:
+        print(f"{record.id} is not running ({record.status.value})")
+        return 0
+    final = stop_run(ws, record.id, graceful_timeout=args.timeout, progress=lambda m: print(m, file=sys.stderr))
+    print(f"{final.id}: {final.status.value}" + (f" — {final.note}" if final.note else ""))
+    return 0 if not final.active else 1
+
+
+def run_train(args) -> int:
+    from core.trainlaunch import LaunchError, launch_training
+
+    ws = workspace(args)
+    try:
+        record = launch_training(ws, args.config)
+    except LaunchError as exc:
+        err(str(exc))
+        return 2
+    return _started(ws, record, args.detach)
+
+
+def run_resume(args) -> int:
+    from core.runs import RunError, find_run, resume_run
+
+    ws = workspace(args)
+    try:
+        record = resume_run(ws, find_run(ws, args.run).id)
+    except RunError as exc:
+        err(str(exc))
+        return 2
+    print(f"resuming from {record.resume_checkpoint}")
+    return _started(ws, record, args.detach)
+
+
+def _started(ws, record, detach: bool) -> int:
+    print(f"started run {record.id} (output: {record.output_dir})")
+    print(f"  logs: {ws.rel(ws.runs_dir / record.id)}/stdout.log, stderr.log")
+    if detach:
+        print(f"  follow it: devtune monitor {record.id} --follow    stop it: devtune stop {record.id}")
+        return 0
+    from tui.commands.follow import follow_run
+
+    return follow_run(ws, record.id, as_json=False, until_end=True, exit_with_outcome=True)
+
+
+def run_monitor(args) -> int:
+    from core.runs import RunError, find_run
+    from tui.commands.follow import follow_run
+
+    ws = workspace(args)
+    try:
+        record = find_run(ws, args.run)
+    except RunError as exc:
+        err(str(exc))
+        return 2
+    return follow_run(ws, record.id, as_json=args.json, until_end=args.follow, exit_with_outcome=False)
+
