@@ -25,6 +25,8 @@ class StepInfo:
 STEPS: tuple[StepInfo, ...] = (
     StepInfo("data", "Data", "screens.data:DataScreen",
              "preview, lint, fix, convert and register a dataset for LLaMA-Factory, with token-length stats"),
+    StepInfo("doctor", "Doctor", "screens.doctor:DoctorScreen",
+             "every environment check (groups, driver, ROCm, torch build, libraries, vLLM, disk) with the exact fix"),
     StepInfo("config", "Config", "screens.config:ConfigScreen",
              "LoRA / QLoRA / full, template, DeepSpeed, GPUs and nodes: the YAML, JSON and command, with a memory fit"),
     StepInfo("train", "Train", "screens.train:TrainScreen",

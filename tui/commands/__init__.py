@@ -5,6 +5,7 @@ services when they run, so `devtune --help` stays fast."""
 COMMAND_MODULES = (
     "demo",
     "data",
+    "doctor",
     "config",
     "train",
     "diagnose",

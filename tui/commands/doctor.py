@@ -1,0 +1,102 @@
+"""`devtune doctor`: every environment check, with what was seen and the exact fix."""
+
+from __future__ import annotations
+
+import sys
+
+from tui.commands.output import emit_json, err, workspace
+
+
+def register(sub, add_common) -> list[str]:
+    p = sub.add_parser(
+        "doctor",
+        help="check the GPU environment (driver, groups, ROCm, torch build, libraries, vLLM, disk, shm)",
+        description="Run every environment check (device access, amdgpu driver, amd-smi, gfx arch, ROCm, the "
+        "torch build, HSA/HIP/ROCR variables, flash-attn, bitsandbytes, DeepSpeed, vLLM, RCCL, toolchain, "
+        "/dev/shm, disk and RAM against the planned model, Hugging Face cache; the NVIDIA equivalents on "
+        "NVIDIA). Each check shows what was found and the exact command that fixes it.",
+        epilog="Exit codes: 0 nothing fails, 1 a check fails, 2 usage error. Categories: platform, access, "
+        "rocm, nvidia, torch, env, libraries, serving, multigpu, toolchain, system.",
+    )
+    add_common(p)
+    p.add_argument("--json", action="store_true",
+                   help='print {"checks": [...], "summary": {...}} on stdout')
+    p.add_argument("--only", metavar="CATEGORY", action="append", default=[],
+                   help="run only these categories (repeat, or separate with commas)")
+    p.add_argument("--check", metavar="ID", action="append", default=[],
+                   help="run only these checks, e.g. access.groups (repeat, or separate with commas)")
+    p.add_argument("--save", action="store_true",
+                   help="also write the report as doctor-report-<time>.md in the workspace")
+    p.add_argument("--record", metavar="DIR",
+                   help="also write everything the probes saw into DIR (to replay it, or attach to a ticket)")
+    p.add_argument("--replay", metavar="DIR",
+                   help="judge a recorded machine from DIR instead of this one (nothing here is probed)")
+    p.set_defaults(handler=run_doctor_command)
+    return ["doctor"]
+
+
+def _split(values: list[str]) -> list[str]:
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
+
+
+def run_doctor_command(args) -> int:
+    from core.doctor.model import CATEGORIES
+    from core.doctor.registry import all_verdicts
+
+    only, checks = _split(args.only), _split(args.check)
+    unknown = [c for c in only if c not in CATEGORIES]
+    if unknown:
+        err(f"unknown category {', '.join(unknown)}; choose from {', '.join(CATEGORIES)}")
+        return 2
+    ids = {v.id for v in all_verdicts()}
+    unknown = [c for c in checks if c not in ids]
+    if unknown:
+        err(f"unknown check {', '.join(unknown)}; `devtune doctor --json` lists every check id")
+        return 2
+
+    from core.doctor.evidence import Evidence
+    from core.doctor.probes import DoctorContext
+    from core.doctor.report import render_text, save_report
+    from core.doctor.runner import ProbeFinished, iter_doctor, select_verdicts, DoctorFinished
+
+    ws = workspace(args)
+    verdicts = select_verdicts(only, checks)
+    evidence, ctx = None, None
+    if args.replay:
+        try:
+            evidence = Evidence.load(args.replay)
+        except (OSError, ValueError) as exc:
+            err(str(exc))
+            return 2
+    else:
+        ctx = DoctorContext.for_this_machine(ws if ws.root.is_dir() else None)
+    show_progress = not args.json and sys.stderr.isatty()
+    report = ev = None
+    for event in iter_doctor(ctx, verdicts, evidence=evidence, replay=evidence is not None):
+        if isinstance(event, ProbeFinished) and show_progress:
+            left = ", ".join(event.remaining)
+            sys.stderr.write(f"\r\033[Kprobing... {len(event.remaining)} left{': ' + left if left else ''}"[:200])
+            sys.stderr.flush()
+        elif isinstance(event, DoctorFinished):
+            report, ev = event.report, event.evidence
+    if show_progress:
+        sys.stderr.write("\r\033[K")
+    if args.record:
+        try:
+            ev.save(args.record)
+        except OSError as exc:
+            err(f"could not record the evidence: {exc}")
+            return 2
+        print(f"evidence recorded in {args.record} (replay: devtune doctor --replay {args.record})", file=sys.stderr)
+    if args.json:
+        emit_json(report.to_dict())
+    else:
+        sys.stdout.write(render_text(report))
+    if args.save:
+        try:
+            path = save_report(ws.root, report, ev)
+        except OSError as exc:
+            err(f"could not save the report: {exc}")
+            return 2
+        print(f"report saved: {path}", file=sys.stderr)
+    return 1 if report.failed else 0
