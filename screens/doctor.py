@@ -143,6 +143,10 @@ class DoctorScreen(StepScreen):
             elif isinstance(event, CheckJudged):
                 self.post_message(self.CheckReady(event.check))
             elif isinstance(event, DoctorFinished):
+                if not replay_folder:
+                    from core.doctor.found_gpus import save_found_gpus
+
+                    save_found_gpus(self.ws.root, event.evidence)  # for the Config step's memory fit
                 self.post_message(self.RunFinished(event.report, event.evidence, True))
 
     def action_rerun_check(self) -> None:

@@ -81,6 +81,13 @@ def run_doctor_command(args) -> int:
             report, ev = event.report, event.evidence
     if show_progress:
         sys.stderr.write("\r\033[K")
+    if evidence is None and ws.root.is_dir() and ev is not None:
+        from core.doctor.found_gpus import save_found_gpus
+
+        try:
+            save_found_gpus(ws.root, ev)  # the Config step's memory fit reads it
+        except OSError:
+            pass
     if args.record:
         try:
             ev.save(args.record)

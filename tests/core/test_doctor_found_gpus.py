@@ -1,0 +1,29 @@
+"""The doctor hands the GPUs it found to the Config step's memory fit (.devtune/gpus.json)."""
+
+from pathlib import Path
+
+import pytest
+
+from core.config import found_gpus as config_found_gpus
+from core.doctor.evidence import Evidence
+from core.doctor.found_gpus import found_gpus, save_found_gpus
+
+MACHINES = Path(__file__).resolve().parents[1] / "fixtures" / "doctor" / "machines"
+
+
+@pytest.mark.parametrize("machine, count, name, gib", [
+    ("mi300x8", 8, "MI300X", 190),
+    ("mi250x4", 8, "MI250", 63),
+    ("nvidia-h100x8", 8, "H100", 79),
+    ("cpu-only", 0, None, None),
+])
+def test_found_gpus_reach_the_config_step(workspace, machine, count, name, gib):
+    ev = Evidence.load(MACHINES / machine)
+    gpus = found_gpus(ev)
+    assert len(gpus) == count
+    save_found_gpus(workspace.root, ev)
+    seen = config_found_gpus(workspace)
+    assert len(seen) == count
+    if count:
+        assert all(name in n for n, _ in seen)
+        assert all(b >= gib * 1024 ** 3 for _, b in seen)
