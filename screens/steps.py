@@ -31,6 +31,10 @@ STEPS: tuple[StepInfo, ...] = (
              "LoRA / QLoRA / full, template, DeepSpeed, GPUs and nodes: the YAML, JSON and command, with a memory fit"),
     StepInfo("train", "Train", "screens.train:TrainScreen",
              "a detached run that survives SSH drops: live loss chart, GPU panels, diagnosis, stop and resume"),
+    StepInfo("merge", "Merge", "screens.merge:MergeScreen",
+             "llamafactory-cli export with progress; the merged folder checked (weights, tokenizer, chat template)"),
+    StepInfo("playground", "Playground", "screens.playground:PlaygroundScreen",
+             "a vLLM server for the merged model, streaming chat with TTFT and tokens/s, and the closed-loop check"),
 )
 
 

@@ -8,5 +8,7 @@ COMMAND_MODULES = (
     "doctor",
     "config",
     "train",
+    "merge",
+    "serve",
     "diagnose",
 )

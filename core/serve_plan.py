@@ -1,0 +1,96 @@
+"""What to serve, and how: the model folder (given, or the wizard's latest export), its served name,
+the backend (vLLM when the serving environment has it, else `llamafactory-cli api`), and the chat
+template to pass when the export check found that the tokenizer's differs from training's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from core.i18n import _
+from core.serve_backends import BACKENDS, ServeOptions, serve_env
+from core.workspace import Workspace
+
+
+class ServePlanError(Exception):
+    pass
+
+
+def default_model(ws: Workspace) -> str:
+    """The wizard's chosen export, else the newest folder in exports/."""
+    try:
+        chosen = ws.load_state().export_dir
+    except Exception:
+        chosen = None
+    if chosen and (ws.abs(chosen) / "config.json").is_file():
+        return chosen
+    candidates = [p for p in ws.exports_dir.iterdir() if (p / "config.json").is_file()] if ws.exports_dir.is_dir() else []
+    if not candidates:
+        raise ServePlanError(_("no merged model in {dir}; run `devtune merge` first, or name a model folder",
+                               dir=ws.rel(ws.exports_dir)))
+    return ws.rel(max(candidates, key=lambda p: p.stat().st_mtime))
+
+
+def choose_backend(requested: str | None) -> tuple[str, str]:
+    """(backend, note). vLLM is preferred; without it, LLaMA-Factory's API server."""
+    if requested:
+        if requested not in BACKENDS:
+            raise ServePlanError(_("unknown backend {name}; choose one of {names}", name=requested,
+                                   names=", ".join(BACKENDS)))
+        if requested == "vllm" and not serve_env().has_vllm:
+            raise ServePlanError(_("vLLM is not installed in the serving environment (.venv-serve); run "
+                                   "`make serve-env`, or use --backend llamafactory"))
+        return requested, ""
+    if serve_env().has_vllm:
+        return "vllm", ""
+    return "llamafactory", _("vLLM is not installed here: serving with `llamafactory-cli api` (huggingface backend)")
+
+
+def plan_server(ws: Workspace, model: str | None = None, *, backend: str | None = None, port: int = 0,
+                host: str = "127.0.0.1", tensor_parallel: int = 1, dtype: str | None = None,
+                max_model_len: int | None = None, served_name: str | None = None,
+                chat_template: str | None = None, template: str | None = None,
+                trust_remote_code: bool = False) -> tuple[ServeOptions, list[str]]:
+    """The server's options and notes for the person. Nothing is started."""
+    from core.export_check import load_report
+
+    notes: list[str] = []
+    model = model or default_model(ws)
+    path = ws.abs(model)
+    local = path.exists()
+    if local and not (path / "config.json").is_file():
+        raise ServePlanError(_("{model} is not a Hugging Face model folder (no config.json)", model=model))
+    hub_id = model.count("/") == 1 and not model.startswith((".", "/", "~")) and not ws.abs(model.split("/")[0]).exists()
+    if not local and not hub_id:
+        raise ServePlanError(_("model folder {model} does not exist", model=model))
+    chosen, note = choose_backend(backend)
+    if note:
+        notes.append(note)
+    report = load_report(ws, path) if local else None
+    if report and report.template:
+        template = template or report.template.template
+        if report.template.match is False and not chat_template:
+            if report.template.fixed_template and ws.abs(report.template.fixed_template).is_file():
+                chat_template = report.template.fixed_template
+                notes.append(_("the exported chat template differs from training's ({name}); serving with "
+                               "--chat-template {file}", name=report.template.template, file=chat_template))
+            else:
+                notes.append(_("the exported chat template differs from training's ({name}) and no fixed "
+                               "template is available: answers may differ from llamafactory chat",
+                               name=report.template.template))
+    if template is None and local:
+        meta = path / "devtune_model.json"  # the tiny demo model records its template
+        if meta.is_file():
+            import json
+
+            try:
+                template = json.loads(meta.read_text(encoding="utf-8")).get("template")
+            except ValueError:
+                pass
+    name = served_name or Path(model.rstrip("/")).name
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        notes.append(_("listening on {host}: reachable from other machines (the API key is required)", host=host))
+    opts = ServeOptions(model=str(path) if local else model, served_name=name, backend=chosen, host=host, port=port,
+                        tensor_parallel=tensor_parallel, dtype=dtype, max_model_len=max_model_len,
+                        chat_template=str(ws.abs(chat_template)) if chat_template else None, template=template,
+                        trust_remote_code=trust_remote_code)
+    return opts, notes

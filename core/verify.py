@@ -1,0 +1,264 @@
+"""The closed-loop check: does the served model answer what it was taught?
+
+Questions come from the run's own dataset (its train YAML's `dataset` and `dataset_dir`, resolved
+through `dataset_info.json` as LLaMA-Factory does): alpaca rows give instruction + "\\n" + input
+(LLaMA-Factory's join) and expect `output`, with `history` as prior turns; sharegpt / openai rows
+give the turns before the last assistant message and expect that message. The run's `eval_dataset`,
+when it has one, is the held-out split: asked and scored too, but not part of the verdict (a model
+is not expected to recite answers it never saw).
+
+Each answer is asked greedily (temperature 0) and scored with chrF against the expected output
+(core.similarity; docs/verify.md explains the measure and the thresholds, measured on the tiny
+model trained vs. untrained).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from pydantic import BaseModel, Field
+
+from core.i18n import _
+from core.similarity import similarity
+from core.workspace import Workspace
+
+PASS_SCORE = 0.5  # an answer counts as "taught" at chrF >= 0.5
+VERDICT_SCORE = 0.6  # and the model passes when its mean chrF over training questions reaches 0.6
+DEFAULT_N = 20
+
+
+class VerifyError(Exception):
+    pass
+
+
+@dataclass
+class Question:
+    prompt: str
+    expected: str
+    history: list[tuple[str, str]] = field(default_factory=list)
+    system: str = ""
+    split: str = "train"  # train | held-out
+    source: str = ""  # dataset name and row number
+
+
+class QuestionResult(BaseModel):
+    split: str
+    source: str
+    question: str
+    expected: str
+    answer: str
+    score: float  # chrF, 0..1
+    rouge_l: float
+    passed: bool
+    ttft_s: float | None = None
+    tokens: int = 0
+    error: str | None = None
+
+
+class VerifyReport(BaseModel):
+    server: str
+    model: str
+    metric: str = "chrF (character 1-6-grams, beta 2)"
+    pass_score: float = PASS_SCORE
+    verdict_score: float = VERDICT_SCORE
+    results: list[QuestionResult] = Field(default_factory=list)
+    score: float = 0.0  # mean chrF over the training questions
+    passed_count: int = 0
+    held_out_score: float | None = None
+    verdict: bool = False
+    summary: str = ""
+
+
+# ---------------------------------------------------------------- reading the dataset
+
+def _rows(path: Path) -> list[dict]:
+    files = sorted(p for p in path.rglob("*") if p.suffix in (".json", ".jsonl")) if path.is_dir() else [path]
+    rows: list[dict] = []
+    for f in files:
+        text = f.read_text(encoding="utf-8-sig")
+        if f.suffix == ".jsonl":
+            for n, line in enumerate(text.splitlines(), 1):
+                if line.strip():
+                    try:
+                        rows.append(json.loads(line))
+                    except ValueError as exc:
+                        raise VerifyError(_("{file}:{line} is not valid JSON ({error}); `devtune data lint` "
+                                            "finds and fixes such lines", file=f.name, line=n, error=str(exc))) from exc
+        else:
+            try:
+                data = json.loads(text)
+            except ValueError as exc:
+                raise VerifyError(_("{file} is not valid JSON: {error}", file=f.name, error=str(exc))) from exc
+            rows += data if isinstance(data, list) else [data]
+    return [r for r in rows if isinstance(r, dict)]
+
+
+def _alpaca(row: dict, cols: dict) -> tuple[str, str, list, str] | None:
+    parts = [str(row.get(cols.get("prompt", "instruction")) or ""), str(row.get(cols.get("query", "input")) or "")]
+    prompt = "\n".join(p for p in parts if p)
+    expected = row.get(cols.get("response", "output"))
+    if isinstance(expected, list):  # ranking data: the chosen answer first
+        expected = expected[0] if expected else None
+    if not prompt or not isinstance(expected, str):
+        return None
+    history = []
+    raw = row.get(cols["history"]) if cols.get("history") else None
+    for pair in raw if isinstance(raw, list) else []:
+        if isinstance(pair, (list, tuple)) and len(pair) == 2:
+            history.append((str(pair[0]), str(pair[1])))
+    return prompt, expected, history, str(row.get(cols.get("system", "system")) or "")
+
+
+def _conversation(row: dict, cols: dict, tags: dict, formatting: str) -> tuple[str, str, list, str] | None:
+    openai = formatting == "openai"
+    key = cols.get("messages") or ("messages" if openai else "conversations")
+    turns = row.get(key) or row.get("messages") or row.get("conversations")
+    if not isinstance(turns, list):
+        return None
+    role = tags.get("role_tag", "role" if openai else "from")
+    content = tags.get("content_tag", "content" if openai else "value")
+    user, assistant = tags.get("user_tag", "user" if openai else "human"), tags.get("assistant_tag",
+                                                                                     "assistant" if openai else "gpt")
+    system_tag = tags.get("system_tag", "system")
+    system = str(row.get(cols.get("system", "system")) or "")
+    pairs, pending = [], None
+    for turn in turns:
+        if not isinstance(turn, dict):
+            return None
+        who, text = turn.get(role), str(turn.get(content) or "")
+        if who == system_tag:
+            system = text
+        elif who == user:
+            pending = text
+        elif who == assistant and pending is not None:
+            pairs.append((pending, text))
+            pending = None
+    if not pairs:
+        return None
+    *history, (prompt, expected) = pairs
+    return prompt, expected, history, system
+
+
+def dataset_questions(dataset_dir: Path, names: list[str], split: str) -> list[Question]:
+    info_path = dataset_dir / "dataset_info.json"
+    try:
+        info = json.loads(info_path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise VerifyError(_("cannot read {path}: {error}", path=str(info_path), error=exc.strerror or str(exc))) from exc
+    except ValueError as exc:
+        raise VerifyError(_("{path} is not valid JSON: {error}", path=str(info_path), error=str(exc))) from exc
+    out: list[Question] = []
+    for name in names:
+        attr = info.get(name)
+        if not isinstance(attr, dict):
+            raise VerifyError(_("dataset {name} is not in {path}", name=name, path=str(info_path)))
+        if "file_name" not in attr:
+            raise VerifyError(_("dataset {name} is not a local file (hub or script datasets cannot be read back "
+                                "for verification)", name=name))
+        formatting = attr.get("formatting", "alpaca")
+        cols, tags = attr.get("columns") or {}, attr.get("tags") or {}
+        for n, row in enumerate(_rows(dataset_dir / attr["file_name"]), 1):
+            parsed = _alpaca(row, cols) if formatting == "alpaca" else _conversation(row, cols, tags, formatting)
+            if parsed:
+                prompt, expected, history, system = parsed
+                out.append(Question(prompt, expected, history, system, split, f"{name}#{n}"))
+    return out
+
+
+def pick(questions: list[Question], n: int) -> list[Question]:
+    """`n` questions spread evenly over the dataset (the same ones every time)."""
+    if n <= 0 or n >= len(questions):
+        return list(questions)
+    return [questions[int(i * len(questions) / n)] for i in range(n)]
+
+
+def run_questions(ws: Workspace, run_ref: str | None = None, *, n: int = DEFAULT_N) -> list[Question]:
+    """`n` training questions of the run (+ up to `n` held-out ones from its eval_dataset)."""
+    from core.export import find_train_run, read_train_facts
+
+    run = find_train_run(ws, run_ref)
+    facts = read_train_facts(ws, run)
+    if not facts.dataset:
+        raise VerifyError(_("the run's train YAML names no dataset"))
+    dataset_dir = ws.abs(facts.dataset_dir)
+    train = pick(dataset_questions(dataset_dir, facts.dataset, "train"), n)
+    if not train:
+        raise VerifyError(_("no usable question/answer pairs in dataset {names}", names=", ".join(facts.dataset)))
+    held = pick(dataset_questions(dataset_dir, facts.eval_dataset, "held-out"), n) if facts.eval_dataset else []
+    return train + held
+
+
+# ---------------------------------------------------------------- asking and scoring
+
+def run_of_server(ws: Workspace, record) -> str | None:
+    """The training run behind a served export (from its check report), when devtune merged it."""
+    from core.export_check import load_report
+
+    report = load_report(ws, ws.abs(record.model))
+    return report.run_id if report else None
+
+
+def _max_tokens(expected: str) -> int:
+    return max(64, min(1024, 2 * len(expected) + 32))
+
+
+def ask(endpoint, question: Question, *, client=None, timeout: float = 300.0) -> QuestionResult:
+    from core.chat import ChatError, ChatParams, build_messages, complete
+
+    params = ChatParams(system=question.system, temperature=0.0, top_p=1.0, max_tokens=_max_tokens(question.expected))
+    messages = build_messages(question.prompt, system=question.system, history=question.history)
+    try:
+        done = complete(endpoint, messages, params, client=client, timeout=timeout)
+    except ChatError as exc:
+        return QuestionResult(split=question.split, source=question.source, question=question.prompt,
+                              expected=question.expected, answer="", score=0.0, rouge_l=0.0, passed=False,
+                              error=str(exc))
+    sim = similarity(done.text, question.expected)
+    return QuestionResult(split=question.split, source=question.source, question=question.prompt,
+                          expected=question.expected, answer=done.text, score=round(sim.chrf, 4),
+                          rouge_l=round(sim.rouge_l, 4), passed=sim.chrf >= PASS_SCORE,
+                          ttft_s=done.stats.ttft_s, tokens=done.stats.tokens)
+
+
+def summarize(report: VerifyReport) -> VerifyReport:
+    train = [r for r in report.results if r.split == "train"]
+    held = [r for r in report.results if r.split != "train"]
+    report.score = round(sum(r.score for r in train) / len(train), 4) if train else 0.0
+    report.passed_count = sum(r.passed for r in train)
+    report.held_out_score = round(sum(r.score for r in held) / len(held), 4) if held else None
+    errors = sum(1 for r in report.results if r.error)
+    report.verdict = bool(train) and report.score >= VERDICT_SCORE and errors == 0
+    if errors:
+        report.summary = _("{n} of {total} questions failed to get an answer; see their errors",
+                           n=errors, total=len(report.results))
+    elif report.verdict:
+        report.summary = _("yes: the model answers what it was taught (mean chrF {score:.2f} >= {need:.2f}; "
+                           "{passed}/{total} answers at >= {pass_score:.2f})", score=report.score, need=VERDICT_SCORE,
+                           passed=report.passed_count, total=len(train), pass_score=PASS_SCORE)
+    else:
+        report.summary = _("no: the answers are far from the training data (mean chrF {score:.2f} < {need:.2f}; "
+                           "{passed}/{total} answers at >= {pass_score:.2f}). Check that the server serves the "
+                           "merged model, that the chat template matches training (`devtune merge` checks it), "
+                           "and that the loss went down", score=report.score, need=VERDICT_SCORE,
+                           passed=report.passed_count, total=len(train), pass_score=PASS_SCORE)
+    return report
+
+
+def verify(endpoint, questions: list[Question], *, server_id: str = "",
+           on_result: Callable[[QuestionResult], None] | None = None, cancelled: Callable[[], bool] | None = None
+           ) -> VerifyReport:
+    import httpx
+
+    report = VerifyReport(server=server_id or endpoint.label, model=endpoint.model)
+    with httpx.Client(timeout=httpx.Timeout(300.0, connect=10.0)) as client:
+        for question in questions:
+            if cancelled and cancelled():
+                break
+            result = ask(endpoint, question, client=client)
+            report.results.append(result)
+            if on_result:
+                on_result(result)
+    return summarize(report)

