@@ -127,12 +127,7 @@ def quantization_of(model_dir: Path) -> str | None:
 
 def find_train_run(ws: Workspace, ref: str | None = None) -> RunRecord:
     """A training run by id or prefix; without one, the newest training run (export runs are skipped)."""
-    if ref not in (None, "", "last", "latest"):
-        return find_run(ws, ref)
-    runs = train_runs(ws)
-    if not runs:
-        raise RunError(_("no training runs in {path} yet; start one with `devtune train`", path=str(ws.root)))
-    return runs[0]
+    return find_run(ws, ref, kind="train")
 
 
 def plan_export(ws: Workspace, run_ref: str | None = None, *, name: str | None = None, export_size: int = 5,

@@ -221,11 +221,14 @@ def list_runs(ws: Workspace) -> list[RunRecord]:
     return sorted(runs, key=lambda r: r.started, reverse=True)
 
 
-def find_run(ws: Workspace, ref: str | None) -> RunRecord:
-    """A run by id, unique id prefix, or (None / "last") the newest."""
+def find_run(ws: Workspace, ref: str | None, kind: str | None = "train") -> RunRecord:
+    """A run by id or unique id prefix (any kind), or (None / "last") the newest run of `kind`
+    (training runs by default: an export run is not what `devtune monitor` means by "the last run")."""
     runs = list_runs(ws)
+    if ref in (None, "", "last", "latest"):
+        runs = [r for r in runs if kind is None or r.kind == kind]
     if not runs:
-        raise RunError(_("no runs in {path} yet; start one with `devtune train`", path=str(ws.root)))
+        raise RunError(_("no training runs in {path} yet; start one with `devtune train`", path=str(ws.root)))
     if ref in (None, "", "last", "latest"):
         return runs[0]
     exact = [r for r in runs if r.id == ref]
