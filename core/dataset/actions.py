@@ -1,0 +1,94 @@
+"""The Data screen's fix / convert / register actions, each as a preview (nothing written) or a write,
+summarised as text lines and a few rows the screen shows as they are."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.i18n import _
+
+PREVIEW_ROWS = 20
+
+
+@dataclass
+class ActionOutcome:
+    lines: list[str]
+    rows: list[dict] = field(default_factory=list)
+    result: Any = None
+    error: bool = False
+
+
+def run(action: str, path: Path, *, write: bool, output: str = "", yes: bool = False, source_format: str = "auto",
+        name: str = "", ws_root: Path, dataset_dir: Path) -> ActionOutcome:
+    """Never raises for a problem the person can fix: the outcome says what went wrong."""
+    from core.atomicfile import FileExistsRefused
+    from core.dataset.convert import ConvertError
+    from core.dataset.fix import FixRefused
+    from core.dataset.register import RegisterError
+
+    try:
+        if action == "fix":
+            return _fix(path, _output(output, path, ws_root), write=write, yes=yes)
+        if action == "convert":
+            return _convert(path, _output(output, path, ws_root), write=write, source_format=source_format)
+        if action == "register":
+            return _register(path, name, write=write, ws_root=ws_root, dataset_dir=dataset_dir)
+    except (FixRefused, FileExistsRefused, ConvertError, RegisterError, OSError) as exc:
+        return ActionOutcome([str(exc)], error=True)
+    raise ValueError(f"unknown action {action!r}")
+
+
+def _output(output: str, path: Path, ws_root: Path) -> Path:
+    if not output:
+        from core.dataset.fix import FixRefused
+
+        raise FixRefused(_("give an output file name"))
+    p = Path(output).expanduser()
+    return p if p.is_absolute() else Path(ws_root) / p
+
+
+def _rows(preview: list[dict], rejected: list[dict]) -> list[dict]:
+    rows = [{"line": "", **r} for r in preview[:PREVIEW_ROWS]]
+    rows += [{"line": r["line"], "rejected": r["reason"], "raw": r["raw"]} for r in rejected[:PREVIEW_ROWS]]
+    return rows
+
+
+def _fix(path: Path, out: Path, *, write: bool, yes: bool) -> ActionOutcome:
+    from core.dataset.fix import fix_file
+
+    report = fix_file(path, out, yes=yes, force=write and yes, dry_run=not write, preview=PREVIEW_ROWS)
+    head = _("Preview — nothing written yet.") if not write else _("Written.")
+    return ActionOutcome([head] + report.lines(), _rows(report.preview, report.rejected_preview), report)
+
+
+def _convert(path: Path, out: Path, *, write: bool, source_format: str) -> ActionOutcome:
+    from core.dataset.convert import convert_file
+
+    report = convert_file(path, out, source_format=source_format, dry_run=not write, preview=PREVIEW_ROWS)
+    head = _("Preview — nothing written yet.") if not write else _("Written.")
+    return ActionOutcome([head] + report.lines(), _rows(report.preview, report.rejected_preview), report,
+                         error=report.rows_out == 0)
+
+
+def _register(path: Path, name: str, *, write: bool, ws_root: Path, dataset_dir: Path) -> ActionOutcome:
+    from core.dataset.lint import lint_file
+    from core.dataset.register import register_dataset, register_preview
+
+    report = lint_file(path)
+    if not write:
+        entry, action = register_preview(path, name, dataset_dir, report)
+        lines = [_("Preview — {action} \"{name}\" in {info}:", action=action, name=name,
+                   info=Path(dataset_dir) / "dataset_info.json"),
+                 json.dumps({name: entry}, ensure_ascii=False, indent=2),
+                 _("{rows} rows · {format} · {e} errors · {w} warnings", rows=report.rows, format=report.format,
+                   e=report.errors, w=report.warnings)]
+        if report.errors:
+            lines.append(_("Lint errors: fix the file first, LLaMA-Factory would fail or drop rows."))
+        return ActionOutcome(lines, error=bool(report.errors))
+    result = register_dataset(path, name, dataset_dir, ws_root=ws_root, report=report)
+    return ActionOutcome([_("Registered \"{name}\" ({action}): {entry}", name=name, action=result.action,
+                            entry=json.dumps(result.entry, ensure_ascii=False)),
+                          _("Use dataset: {name} in the Config step.", name=name)], result=result)

@@ -1,0 +1,98 @@
+"""Lint findings and the rule table (shared/reference/data-lint-rules-and-baselines.md, table A4).
+
+A finding names its rule, a severity (`error` / `warning` / `info`), the 1-based line that shows it
+(and the column when JSON syntax is at fault), a message that says what to do, and the kind of fix
+that exists: `safe` (applied by `devtune data fix`), `confirm` (applied with `--yes` or a confirm in
+the screen) or `none`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ERROR, WARNING, INFO = "error", "warning", "info"
+SAFE, CONFIRM, NONE = "safe", "confirm", "none"
+SEVERITY_ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    number: int  # the row of table A4
+    severity: str
+    fix: str  # safe | confirm | none
+    title: str  # short English name, for lists and help
+
+
+_RULES = (
+    Rule("encoding", 1, ERROR, CONFIRM, "not UTF-8"),
+    Rule("json-syntax", 2, ERROR, NONE, "invalid JSON"),
+    Rule("trailing-comma", 3, ERROR, SAFE, "trailing comma"),
+    Rule("python-repr", 4, ERROR, SAFE, "Python dict, not JSON"),
+    Rule("control-char", 5, ERROR, SAFE, "raw control character in a string"),
+    Rule("smart-quotes", 6, ERROR, CONFIRM, "curly quotes used as JSON quotes"),
+    Rule("truncated", 7, ERROR, NONE, "truncated line"),
+    Rule("missing-keys", 8, ERROR, CONFIRM, "required key missing or misnamed"),
+    Rule("non-string", 9, ERROR, CONFIRM, "field is not a string"),
+    Rule("key-set-change", 10, ERROR, SAFE, "key set changes partway"),
+    Rule("duplicate-key", 11, ERROR, CONFIRM, "key repeated in one object"),
+    Rule("lone-surrogate", 12, ERROR, CONFIRM, "lone surrogate escape"),
+    Rule("sharegpt-roles", 13, ERROR, NONE, "conversation roles out of order"),
+    Rule("dataset-info", 14, ERROR, SAFE, "dataset_info.json entry"),
+    Rule("not-an-object", 2, ERROR, NONE, "row is not a JSON object"),
+    Rule("not-json", 2, ERROR, NONE, "file is not JSON"),
+    Rule("empty-output", 15, WARNING, CONFIRM, "empty output"),
+    Rule("too-long", 16, WARNING, NONE, "longer than cutoff_len"),
+    Rule("duplicate", 17, WARNING, SAFE, "exact duplicate"),
+    Rule("conflict", 18, WARNING, NONE, "same prompt, different output"),
+    Rule("near-duplicate", 19, WARNING, NONE, "near duplicate"),
+    Rule("pii", 20, WARNING, CONFIRM, "personal data"),
+    Rule("mojibake", 21, WARNING, CONFIRM, "mojibake or U+FFFD"),
+    Rule("json-array", 22, WARNING, SAFE, "JSON array, not JSON Lines"),
+    Rule("bom", 23, WARNING, SAFE, "byte order mark"),
+    Rule("multi-object-line", 24, WARNING, SAFE, "several objects on one line"),
+    Rule("blank-line", 25, INFO, SAFE, "blank line"),
+    Rule("crlf", 25, INFO, SAFE, "CRLF line endings"),
+    Rule("no-final-newline", 25, INFO, SAFE, "no final newline"),
+    Rule("missing-input", 25, INFO, SAFE, "no input key"),
+    Rule("extension", 22, INFO, SAFE, "file name extension does not match the content"),
+    Rule("whitespace", 26, INFO, SAFE, "leading, trailing or zero-width whitespace"),
+    Rule("repetition", 26, INFO, NONE, "repeated characters"),
+    Rule("short-output", 26, INFO, NONE, "very short output"),
+)
+RULES: dict[str, Rule] = {r.id: r for r in _RULES}
+
+
+@dataclass(slots=True)
+class Finding:
+    rule: str
+    severity: str
+    line: int
+    message: str
+    fix: str = NONE
+    column: int | None = None
+
+    @property
+    def fixable(self) -> bool:
+        """A safe fix exists (what `devtune data fix` applies without --yes)."""
+        return self.fix == SAFE
+
+    def to_json(self) -> dict:
+        return {"rule": self.rule, "severity": self.severity, "line": self.line, "column": self.column,
+                "message": self.message, "fixable": self.fixable, "fix": self.fix}
+
+    def sort_key(self) -> tuple:
+        return (self.line, self.column or 0, SEVERITY_ORDER.get(self.severity, 3), self.rule)
+
+
+def finding(rule_id: str, line: int, message: str, *, column: int | None = None,
+            severity: str | None = None, fix: str | None = None) -> Finding:
+    rule = RULES[rule_id]
+    return Finding(rule_id, severity or rule.severity, line, message, fix or rule.fix, column)
+
+
+def count_by_severity(findings) -> dict[str, int]:
+    counts = {ERROR: 0, WARNING: 0, INFO: 0}
+    for f in findings:
+        counts[f.severity] = counts.get(f.severity, 0) + 1
+    return counts

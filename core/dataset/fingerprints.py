@@ -1,0 +1,207 @@
+"""Exact duplicates and conflicting outputs from compact per-row fingerprints.
+
+The scan keeps three 64-bit integers per row (line, hash of the prompt side, hash of the output) in
+`array('q')`s, 24 bytes a row, never the rows themselves. Duplicates are found afterwards by sorting
+(numpy when present, a dict otherwise), so --jobs workers can each fingerprint their part of the file
+and duplicates across parts are still found, with global line numbers.
+
+Hashes are Python's `hash()` of the strings, which differs between interpreters unless they share the
+hash seed: the scan runs its workers with `fork` (same seed) or with PYTHONHASHSEED fixed (`spawn`).
+
+Memory stays bounded whatever the file size: a part with many rows spills its fingerprints to BUCKETS
+files by prompt hash (rows that can be duplicates or conflicts share a bucket), and the duplicates are
+then found one bucket at a time.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from array import array
+from dataclasses import dataclass, field
+
+BUCKETS = 64
+SPILL_ROWS = 500_000  # rows kept in memory by one part before they go to disk
+SPILL_AT_END = 200_000  # a part with more rows than this hands them over on disk, not in memory
+
+
+@dataclass
+class Fingerprints:
+    lines: array = field(default_factory=lambda: array("q"))
+    prompts: array = field(default_factory=lambda: array("q"))
+    outputs: array = field(default_factory=lambda: array("q"))
+
+    def add(self, line: int, prompt_hash: int, output_hash: int) -> None:
+        self.lines.append(line)
+        self.prompts.append(prompt_hash)
+        self.outputs.append(output_hash)
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    delta: int = 0  # added to `lines` when the parts are merged (--jobs parts count lines from 1)
+    spill_dir: str | None = None  # BUCKETS files of (line, prompt, output) int64 triplets
+    spilled: int = 0
+
+    def shifted(self, delta: int) -> "Fingerprints":
+        return Fingerprints(self.lines, self.prompts, self.outputs, self.delta + delta, self.spill_dir, self.spilled)
+
+    @property
+    def total(self) -> int:
+        return len(self.lines) + self.spilled
+
+    def spill(self) -> None:
+        """Move the rows in memory to the bucket files (numpy needed; without it rows stay in memory)."""
+        if not len(self.lines):
+            return
+        try:
+            import numpy as np
+        except ImportError:
+            return
+        if self.spill_dir is None:
+            self.spill_dir = tempfile.mkdtemp(prefix="devtune-fingerprints-")
+        rows = np.empty((len(self.lines), 3), dtype=np.int64)
+        rows[:, 0] = np.frombuffer(self.lines, dtype=np.int64)
+        rows[:, 1] = np.frombuffer(self.prompts, dtype=np.int64)
+        rows[:, 2] = np.frombuffer(self.outputs, dtype=np.int64)
+        bucket = rows[:, 1] & (BUCKETS - 1)
+        order = np.argsort(bucket, kind="stable")
+        rows, bucket = rows[order], bucket[order]
+        bounds = np.searchsorted(bucket, np.arange(BUCKETS + 1))
+        for b in range(BUCKETS):
+            lo, hi = bounds[b], bounds[b + 1]
+            if hi > lo:
+                with open(os.path.join(self.spill_dir, f"{b:02d}.bin"), "ab") as fh:
+                    rows[lo:hi].tofile(fh)
+        self.spilled += len(self.lines)
+        self.lines, self.prompts, self.outputs = array("q"), array("q"), array("q")
+
+    def maybe_spill(self, limit: int = SPILL_ROWS) -> None:
+        if len(self.lines) >= limit:
+            self.spill()
+
+    def bucket_rows(self, b: int):
+        """(lines, prompts, outputs) numpy arrays of bucket `b`, lines shifted by `delta`."""
+        import numpy as np
+
+        parts = []
+        if self.spill_dir:
+            path = os.path.join(self.spill_dir, f"{b:02d}.bin")
+            if os.path.exists(path):
+                parts.append(np.fromfile(path, dtype=np.int64).reshape(-1, 3))
+        if len(self.lines):
+            mem = np.empty((len(self.lines), 3), dtype=np.int64)
+            mem[:, 0] = np.frombuffer(self.lines, dtype=np.int64)
+            mem[:, 1] = np.frombuffer(self.prompts, dtype=np.int64)
+            mem[:, 2] = np.frombuffer(self.outputs, dtype=np.int64)
+            parts.append(mem[(mem[:, 1] & (BUCKETS - 1)) == b])
+        rows = np.concatenate(parts) if parts else np.empty((0, 3), dtype=np.int64)
+        return rows[:, 0] + self.delta, rows[:, 1].copy(), rows[:, 2].copy()
+
+    def discard(self) -> None:
+        if self.spill_dir:
+            shutil.rmtree(self.spill_dir, ignore_errors=True)
+
+
+@dataclass
+class DuplicateReport:
+    duplicates: list[tuple[int, int]]  # (line, line of the first copy)
+    conflicts: list[tuple[int, int]]  # (line, line of the first row with the same prompt)
+
+
+def find_duplicates(parts: list[Fingerprints]) -> DuplicateReport:
+    """Exact duplicates (same prompt and output as an earlier row) and conflicts (same prompt as the
+    earliest row with that prompt, a different output, and not itself a duplicate)."""
+    total = sum(p.total for p in parts)
+    if total < 2:
+        return DuplicateReport([], [])
+    try:
+        import numpy as np
+    except ImportError:
+        return _find_with_dicts(parts)
+    if not any(p.spilled for p in parts):
+        return _find_with_numpy(parts)
+    duplicates: list[tuple[int, int]] = []
+    conflicts: list[tuple[int, int]] = []
+    for b in range(BUCKETS):  # one bucket at a time: same prompt → same bucket
+        cols = [p.bucket_rows(b) for p in parts if p.total]
+        lines, prompts, outputs = (np.concatenate([c[i] for c in cols]) for i in range(3))
+        if len(lines) > 1:
+            found = _find_arrays(lines, prompts, outputs)
+            duplicates += found.duplicates
+            conflicts += found.conflicts
+    duplicates.sort()
+    conflicts.sort()
+    return DuplicateReport(duplicates, conflicts)
+
+
+def _find_with_numpy(parts: list[Fingerprints]) -> DuplicateReport:
+    import numpy as np
+
+    def column(name: str, shift: bool = False):
+        arrays = [np.frombuffer(getattr(p, name), dtype=np.int64) + (p.delta if shift else 0)
+                  for p in parts if len(p)]
+        return arrays[0].copy() if len(arrays) == 1 else np.concatenate(arrays)
+
+    return _find_arrays(column("lines", True), column("prompts"), column("outputs"))
+
+
+def _find_arrays(lines, prompts, outputs) -> DuplicateReport:
+    import numpy as np
+
+    by_line = np.argsort(lines, kind="stable")  # parts and exact-path rows interleave: put them in file order
+    lines, prompts, outputs = lines[by_line], prompts[by_line], outputs[by_line]
+    del by_line
+    n = len(lines)
+    idx = np.arange(n)
+    with np.errstate(over="ignore"):
+        pairs = prompts * np.int64(1000003) ^ outputs  # one key for (prompt, output)
+
+    # exact duplicates: a stable sort by the pair key keeps file order inside each group
+    order = np.argsort(pairs, kind="stable")
+    k_s = pairs[order]
+    same = np.zeros(n, dtype=bool)
+    same[1:] = k_s[1:] == k_s[:-1]
+    del k_s, pairs
+    run_start = np.maximum.accumulate(np.where(same, 0, idx))
+    dup_pos = np.flatnonzero(same)
+    duplicates = list(zip(lines[order[dup_pos]].tolist(), lines[order[run_start[dup_pos]]].tolist()))
+    is_dup = np.zeros(n, dtype=bool)
+    is_dup[order[dup_pos]] = True
+    del order, run_start, dup_pos, same
+
+    # conflicts: group by prompt (stable: file order inside); the group's first row is the reference;
+    # a row whose output differs from it, and that is not itself a copy of an earlier row, conflicts
+    order = np.argsort(prompts, kind="stable")
+    p_s = prompts[order]
+    starts = np.ones(n, dtype=bool)
+    starts[1:] = p_s[1:] != p_s[:-1]
+    del p_s
+    ref = order[np.maximum.accumulate(np.where(starts, idx, 0))]
+    conflict_sorted = (outputs[order] != outputs[ref]) & ~is_dup[order]
+    pos = np.flatnonzero(conflict_sorted)
+    conflicts = list(zip(lines[order[pos]].tolist(), lines[ref[pos]].tolist()))
+    duplicates.sort()
+    conflicts.sort()
+    return DuplicateReport(duplicates, conflicts)
+
+
+def _find_with_dicts(parts: list[Fingerprints]) -> DuplicateReport:
+    rows = sorted((line + part.delta, p, o) for part in parts
+                  for line, p, o in zip(part.lines, part.prompts, part.outputs))  # never spilled: no numpy
+    first_pair: dict[tuple[int, int], int] = {}
+    first_prompt: dict[int, tuple[int, int]] = {}
+    duplicates, conflicts = [], []
+    for line, p, o in rows:
+        key = (p, o)
+        if key in first_pair:
+            duplicates.append((line, first_pair[key]))
+            continue
+        first_pair[key] = line
+        ref = first_prompt.get(p)
+        if ref is None:
+            first_prompt[p] = (line, o)
+        elif ref[1] != o:
+            conflicts.append((line, ref[0]))
+    return DuplicateReport(duplicates, conflicts)

@@ -1,0 +1,324 @@
+"""Fix a dataset into a new JSON Lines file, never in place, atomically.
+
+Every input row ends in the output or in the rejects file (with its line number and the reason):
+rows in = rows out + rows rejected, always. Safe fixes are applied by default; fixes that change
+meaning or could be wrong (transcoding, renaming keys, numbers to text, dropping empty outputs, masking
+personal data, undoing mojibake, curly quotes, lone surrogates, repeated keys) only with `yes`.
+
+    report = fix_file("data/support_messy.jsonl", "data/support_clean.jsonl", yes=True)
+
+Pass 1 is `lint_file` (schema, keys, what is wrong); pass 2 reads the records again and writes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from core.atomicfile import FileExistsRefused, atomic_open
+from core.dataset import content
+from core.dataset.diagnose import diagnose, duplicate_keys
+from core.dataset.findings import CONFIRM, NONE, SAFE
+from core.dataset.lint import LintOptions, LintReport, lint_file
+from core.dataset.reader import CSV, EMPTY, TEXT, ReadNotes, iter_records, probe_file
+from core.dataset.scan import key_count
+from core.dataset.schema import ALIASES, ALPACA, Schema, check_row
+from core.i18n import _
+
+
+class FixRefused(Exception):
+    """The fix cannot run as asked (same file, output exists, not a JSON dataset); the message says why."""
+
+
+@dataclass
+class FixReport:
+    source: str
+    output: str
+    rejects: str
+    rows_in: int = 0
+    rows_out: int = 0
+    rows_rejected: int = 0
+    changes: Counter = field(default_factory=Counter)  # what was repaired: rule → rows
+    pending: Counter = field(default_factory=Counter)  # confirm fixes not applied (rows rejected): rule → rows
+    reasons: Counter = field(default_factory=Counter)  # why rows were rejected: reason → rows
+    written: bool = False
+    preview: list[dict] = field(default_factory=list)  # the first output rows (for the screen)
+    rejected_preview: list[dict] = field(default_factory=list)
+
+    @property
+    def balanced(self) -> bool:
+        return self.rows_in == self.rows_out + self.rows_rejected
+
+    def to_json(self) -> dict:
+        return {"source": self.source, "output": self.output, "rejects": self.rejects, "rows_in": self.rows_in,
+                "rows_out": self.rows_out, "rows_rejected": self.rows_rejected, "changes": dict(self.changes),
+                "needs_yes": dict(self.pending), "rejected_because": dict(self.reasons), "written": self.written}
+
+    def lines(self) -> list[str]:
+        out = [_("{rows_in} rows in → {rows_out} written to {output}, {rejected} rejected to {rejects}",
+                 rows_in=self.rows_in, rows_out=self.rows_out, output=self.output, rejected=self.rows_rejected,
+                 rejects=self.rejects)]
+        for rule, n in sorted(self.changes.items()):
+            out.append(_("  fixed    {rule}: {n} rows", rule=rule, n=n))
+        for reason, n in self.reasons.most_common():
+            out.append(_("  rejected {n}: {reason}", n=n, reason=reason))
+        if self.pending:
+            out.append(_("  not applied without --yes: {what}",
+                         what=", ".join(f"{rule} ({n})" for rule, n in sorted(self.pending.items()))))
+        return out
+
+
+def default_rejects_path(output: Path) -> Path:
+    name = output.name
+    stem = name[: -len(".jsonl")] if name.endswith(".jsonl") else output.stem
+    return output.with_name(f"{stem}.rejects.jsonl")
+
+
+class RowWriter:
+    """Output and rejects, both atomic; or nothing at all in a dry run (the screen's preview)."""
+
+    def __init__(self, report: FixReport, dry_run: bool, preview: int, force: bool) -> None:
+        self.r = report
+        self.dry_run = dry_run
+        self.preview = preview
+        self.force = force
+
+    def __enter__(self):
+        import orjson
+
+        self.dumps = orjson.dumps
+        if self.dry_run:
+            self.out = self.rej = None
+            return self
+        self._out_cm = atomic_open(self.r.output, "wb", overwrite=self.force)
+        self._rej_cm = atomic_open(self.r.rejects, "wb", overwrite=True)
+        self.out = self._out_cm.__enter__()
+        try:
+            self.rej = self._rej_cm.__enter__()
+        except BaseException as exc:
+            self._out_cm.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        if self.dry_run:
+            return False
+        try:
+            self._rej_cm.__exit__(*exc)
+        finally:
+            self._out_cm.__exit__(*exc)
+        return False
+
+    def row(self, row: dict) -> None:
+        self.r.rows_out += 1
+        if len(self.r.preview) < self.preview:
+            self.r.preview.append(row)
+        if self.out is not None:
+            self.out.write(self.dumps(row) + b"\n")
+
+    def reject(self, line: int, reason: str, rule: str, raw: bytes | str) -> None:
+        self.r.rows_rejected += 1
+        self.r.reasons[reason] += 1
+        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+        item = {"line": int(line), "rule": rule, "reason": reason, "raw": text}
+        if len(self.r.rejected_preview) < self.preview:
+            self.r.rejected_preview.append(item)
+        if self.rej is not None:
+            self.rej.write(self.dumps(item) + b"\n")
+
+
+def fix_file(source: str | os.PathLike, output: str | os.PathLike, *, rejects: str | os.PathLike | None = None,
+             yes: bool = False, force: bool = False, dry_run: bool = False, preview: int = 0,
+             lint: LintReport | None = None, progress: Callable[[str], None] | None = None) -> FixReport:
+    """Write the fixed rows of `source` to `output` (JSON Lines) and the rest to `rejects`."""
+    src, out = Path(source), Path(output)
+    rej = Path(rejects) if rejects else default_rejects_path(out)
+    if out.exists() and out.resolve() == src.resolve() or rej.exists() and rej.resolve() == src.resolve():
+        raise FixRefused(_("{out} is the input file; fix never writes in place: choose another -o", out=out))
+    if out.resolve() == rej.resolve():
+        raise FixRefused(_("the output and the rejects file are the same file ({path})", path=out))
+    if not dry_run and out.exists() and not force:
+        raise FileExistsRefused(out)
+    probe = probe_file(src)
+    if probe.layout in (TEXT, CSV, EMPTY):
+        raise FixRefused(_("{file} is not a JSON dataset ({layout}); convert it first: devtune data convert {file} "
+                           "-o NAME.jsonl", file=src, layout=probe.layout))
+    report = lint or lint_file(src, LintOptions())
+    result = FixReport(str(src), str(out), str(rej))
+    fixer = _RowFixer(report.schema, yes, result, report)
+    with RowWriter(result, dry_run, preview, force) as writer:
+        for n, rec in enumerate(iter_records(probe, ReadNotes())):
+            if progress and n % 100000 == 0 and n:
+                progress(_("fix: {n} rows", n=n))
+            fixer.record(rec, writer)
+        result.written = not dry_run
+    return result
+
+
+class _RowFixer:
+    def __init__(self, schema: Schema, yes: bool, report: FixReport, lint: LintReport) -> None:
+        self.schema = schema
+        self.yes = yes
+        self.r = report
+        self.seen: dict[int, int] = {}  # hash of the fixed row's prompt and output → line of its first copy
+        canon = ["instruction", "input", "output"]
+        if schema.history:
+            canon.append("history")
+        if schema.system:
+            canon.append("system")
+        self.canonical = canon if schema.kind == ALPACA else []
+        known = {schema.prompt, schema.query, schema.response, schema.history, schema.system, *canon}
+        self.extra_keys = [k for k in lint.keys if k not in known] if schema.kind == ALPACA else []
+
+    # -- records
+    def record(self, rec, w: RowWriter) -> None:
+        import orjson
+
+        raw = rec.raw
+        how = rec.decoded
+        rules: list[str] = []
+        if how == "invalid":
+            self.r.rows_in += 1
+            w.reject(rec.line, _("bytes are neither UTF-8 nor GB18030"), "encoding", raw)
+            return
+        if how in ("gb18030", "utf-16"):
+            if not self.yes:
+                self.r.pending["encoding"] += 1
+                self.r.rows_in += 1
+                w.reject(rec.line, _("not UTF-8 ({how}); run fix with --yes to transcode", how=how), "encoding", raw)
+                return
+            rules.append("encoding")
+        try:
+            values = [orjson.loads(raw)]
+            kind = SAFE
+            if key_count(values[0]) != raw.count(b'":') and duplicate_keys(raw.decode("utf-8", "replace")):
+                kind = CONFIRM
+                rules.append("duplicate-key")
+            rest_reason = ""
+        except orjson.JSONDecodeError:
+            d = diagnose(raw, rec.line)
+            values, kind, rest_reason = d.values, d.fix, d.reason
+            rules += [f.rule for f in d.findings]
+            if not values:
+                self.r.rows_in += 1
+                w.reject(rec.line, d.reason or _("invalid JSON"), d.findings[0].rule if d.findings else "json-syntax",
+                         raw)
+                return
+        self.r.rows_in += len(values) + (1 if rest_reason else 0)
+        if kind == CONFIRM and not self.yes:
+            for rule in rules:
+                self.r.pending[rule] += 1
+            for _v in values:
+                w.reject(rec.line, _("needs --yes: {rules}", rules=", ".join(dict.fromkeys(rules))), rules[0], raw)
+            if rest_reason:
+                w.reject(rec.line, rest_reason, "truncated", raw)
+            return
+        for value in values:
+            self.value(value, rec.line, raw, rules, w)
+        if rest_reason:
+            w.reject(rec.line, rest_reason, "truncated", raw)
+
+    # -- one parsed row
+    def value(self, value: Any, line: int, raw: bytes, rules: list[str], w: RowWriter) -> None:
+        rules = list(rules)
+        row = self.canonical_row(value, line, rules)
+        if isinstance(row, str):  # a reason to reject
+            w.reject(line, row, rules[-1] if rules else "missing-keys", raw)
+            return
+        if self.canonical:
+            key = hash(tuple(str(row.get(k, "")) for k in row if k not in self.extra_keys))
+        else:
+            key = hash(str(row.get(self.schema.messages)) + str(row.get(self.schema.system or "", "")))
+        first = self.seen.get(key)
+        if first is not None:
+            w.reject(line, _("duplicate of L{other}", other=first), "duplicate", raw)
+            return
+        self.seen[key] = line
+        for rule in dict.fromkeys(rules):
+            self.r.changes[rule] += 1
+        w.row(row)
+
+    def canonical_row(self, value: Any, line: int, rules: list[str]) -> dict | str:
+        schema = self.schema
+        if not isinstance(value, dict):
+            rules.append("not-an-object")
+            return _("not a JSON object")
+        findings: list = []
+        view = check_row(value, line, schema, findings)
+        by_rule = {f.rule: f for f in findings}
+        if view is None:
+            f = findings[0] if findings else None
+            rules.append(f.rule if f else "missing-keys")
+            return f.message if f else _("cannot be read as a {kind} row", kind=schema.kind)
+        if view.fix == CONFIRM and not self.yes:
+            names = [f.rule for f in findings if f.fix == CONFIRM]
+            for rule in names:
+                self.r.pending[rule] += 1
+            rules += names
+            return _("needs --yes: {rules}", rules=", ".join(names))
+        rules += [f.rule for f in findings if f.fix in (SAFE, CONFIRM) and f.rule != "whitespace"]
+        if schema.kind != ALPACA:
+            return self._clean_strings(value, rules)
+        row = self._alpaca(value, schema, rules, by_rule)
+        response = "output" if "output" in row else schema.response
+        if not str(row.get(response, "")).strip():
+            if self.yes:
+                rules.append("empty-output")
+                return _("empty output")
+            return row
+        return row
+
+    def _alpaca(self, value: dict, schema: Schema, rules: list[str], by_rule: dict) -> dict:
+        src = value
+        prompt_key, response_key, query_key = schema.prompt, schema.response, schema.query
+        if (schema.prompt not in value or schema.response not in value):
+            found = next(((p, r) for p, r in ALIASES if p in value and r in value), None)
+            prompt_key, response_key = found  # check_row accepted it, so an alias pair is there
+            query_key = next((q for q in ("input", "context", "query") if q in value and q not in found), None)
+            rules.append("missing-keys")
+        rename = self.yes or not schema.aliased
+        names = ("instruction", "input", "output") if rename else (schema.prompt, schema.query, schema.response)
+        row: dict[str, Any] = {}
+        for name, key in zip(names, (prompt_key, query_key, response_key)):
+            if name is None:
+                continue
+            v = src.get(key, "") if key else ""
+            row[name] = "" if v is None else (str(v).lower() if isinstance(v, bool) else str(v)) \
+                if not isinstance(v, str) else v
+        if schema.history and isinstance(src.get(schema.history), list):
+            row["history"] = src[schema.history]
+        elif "history" in self.canonical:
+            row["history"] = []
+        if schema.system:
+            s = src.get(schema.system)
+            row["system"] = s if isinstance(s, str) else ""
+        for k in self.extra_keys:  # columns LLaMA-Factory does not read: kept, the same in every row
+            row[k] = src.get(k)
+        if rename and (query_key is None or query_key not in value):
+            rules.append("missing-input")
+        if rename and schema.aliased:
+            rules.append("missing-keys")
+        return self._clean_strings(row, rules)
+
+    def _clean_strings(self, row: Any, rules: list[str]) -> Any:
+        if isinstance(row, str):
+            cleaned = content.clean_whitespace(row)
+            if cleaned != row:
+                rules.append("whitespace")
+            if self.yes:
+                masked = content.mask_pii(cleaned)
+                if masked != cleaned:
+                    rules.append("pii")
+                fixed = content.unmangle(masked)
+                if fixed != masked:
+                    rules.append("mojibake")
+                return fixed
+            return cleaned
+        if isinstance(row, dict):
+            return {k: self._clean_strings(v, rules) for k, v in row.items()}
+        if isinstance(row, list):
+            return [self._clean_strings(v, rules) for v in row]
+        return row

@@ -1,0 +1,397 @@
+"""Lint a dataset file: every rule of table A4, stats, and a report (`LintReport`) the CLI, the screen
+and `fix` share.
+
+    report = lint_file("data/support_messy.jsonl", LintOptions(cutoff_len=1024, jobs=2))
+
+UTF-8 JSON Lines take the hot loop (`scan.scan_jsonl_part`), split by byte offset across `jobs` worker
+processes whose results are merged with global line numbers; duplicates across parts are found from
+the merged fingerprints. Other layouts and encodings take the general loop. Near duplicates and exact
+token counts are opt-in passes after the scan.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from core.dataset.findings import ERROR, INFO, NONE, SAFE, WARNING, Finding, count_by_severity, finding
+from core.dataset.fingerprints import find_duplicates
+from core.dataset.reader import (CSV, EMPTY, JSON_ARRAY, JSON_STREAM, JSONL, TEXT, FileProbe, ReadNotes,
+                                 iter_records, probe_file)
+from core.dataset.hotloop import scan_jsonl_part
+from core.dataset.scan import PartResult, ScanContext, relocate, scan_records, severity_of_key_change
+from core.dataset.schema import ALPACA, UNKNOWN, Schema, detect_schema
+from core.dataset.stats import DatasetStats, StatsAccumulator, build_stats
+from core.i18n import _
+
+SCHEMA_SAMPLE_ROWS = 200
+MIN_PART_BYTES = 4 << 20  # below this a file is scanned in one process whatever --jobs says
+ALLOWED_SUFFIXES = (".json", ".jsonl", ".csv", ".parquet", ".arrow", ".txt")
+
+
+@dataclass
+class LintOptions:
+    cutoff_len: int = 2048
+    tokenizer: str | None = None  # a tokenizer folder (or model folder): exact token counts
+    near_dups: bool = False
+    jobs: int = 1
+    start_method: str | None = None  # fork | spawn | None (fork when this process has no other thread)
+
+
+@dataclass(frozen=True)
+class LintProgress:
+    phase: str  # scan | duplicates | near-duplicates | tokens
+    done: int
+    total: int
+
+
+@dataclass
+class LintReport:
+    file: str
+    rows: int
+    format: str
+    encoding: str
+    encoding_reason: str
+    layout: str
+    findings: list[Finding]
+    stats: DatasetStats
+    schema: Schema
+    elapsed: float = 0.0
+    trainable_rows: int = 0
+    duplicate_lines: set[int] = field(default_factory=set)
+    keys: list[str] = field(default_factory=list)  # the keys of the rows, in the order they first appear
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return count_by_severity(self.findings)
+
+    @property
+    def errors(self) -> int:
+        return self.counts[ERROR]
+
+    @property
+    def warnings(self) -> int:
+        return self.counts[WARNING]
+
+    def fixable(self) -> dict[str, int]:
+        out = {"safe": 0, "confirm": 0, "none": 0}
+        for f in self.findings:
+            if f.severity != INFO or f.fix == SAFE:
+                out[f.fix] = out.get(f.fix, 0) + 1
+        return out
+
+    def to_json(self) -> dict:
+        return {
+            "file": self.file, "rows": self.rows, "format": self.format, "encoding": self.encoding,
+            "encoding_reason": self.encoding_reason, "layout": self.layout,
+            "counts": self.counts, "findings": [f.to_json() for f in self.findings],
+            "stats": self.stats.to_json(),
+        }
+
+
+# ------------------------------------------------------------------ schema from the first rows
+
+def sample_rows(probe: FileProbe, limit: int = SCHEMA_SAMPLE_ROWS) -> list:
+    import orjson
+
+    from core.dataset.diagnose import diagnose
+
+    rows = []
+    for rec in iter_records(probe, ReadNotes()):
+        try:
+            rows.append((rec, orjson.loads(rec.raw)))
+        except orjson.JSONDecodeError:
+            for v in diagnose(rec.raw, rec.line).values:
+                rows.append((rec, v))
+        if len(rows) >= limit:
+            break
+    return rows
+
+
+def _expected_keys(rows, schema: Schema) -> tuple[tuple[str, ...], int]:
+    for rec, value in rows:
+        if isinstance(value, dict) and schema.prompt in value and schema.response in value:
+            if rec.raw.count(b'":') != len(value):
+                continue
+            if not all(isinstance(v, str) for v in value.values()):
+                continue
+            body = sum(len(v.encode("utf-8", "surrogatepass")) for v in value.values())
+            return tuple(value), max(0, len(rec.raw) - body)
+    keys = (schema.prompt, schema.query, schema.response) if schema.query else (schema.prompt, schema.response)
+    return keys, 12 * len(keys)
+
+
+# ------------------------------------------------------------------ parts and workers
+
+def split_parts(path: Path, size: int, jobs: int) -> list[tuple[int, int]]:
+    if jobs <= 1 or size < MIN_PART_BYTES * 2:
+        return [(0, size)]
+    jobs = min(jobs, max(1, size // MIN_PART_BYTES))
+    bounds = [0]
+    with open(path, "rb") as fh:
+        for i in range(1, jobs):
+            fh.seek(size * i // jobs)
+            fh.readline()
+            at = fh.tell()
+            if bounds[-1] < at < size:
+                bounds.append(at)
+    bounds.append(size)
+    return [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
+
+
+def _start_method(requested: str | None) -> str:
+    import multiprocessing
+    import threading
+
+    methods = multiprocessing.get_all_start_methods()
+    if requested:
+        return requested
+    return "fork" if "fork" in methods and threading.active_count() == 1 else "spawn"
+
+
+def _run_parts(ctx: ScanContext, parts: list[tuple[int, int]], opts: LintOptions,
+               progress: Callable[[LintProgress], None] | None) -> list[PartResult]:
+    if len(parts) == 1:
+        total = parts[0][1]
+        tick = (lambda done: progress(LintProgress("scan", done, total))) if progress else None
+        return [scan_jsonl_part(ctx, parts[0][0], parts[0][1], False, tick)]
+    import multiprocessing
+
+    method = _start_method(opts.start_method)
+    mp = multiprocessing.get_context(method)
+    # with fork the workers share this process's str hashes, so it scans the first part itself;
+    # with spawn every part goes to a worker started with the same PYTHONHASHSEED
+    own = method == "fork"
+    pool = _pool(mp, len(parts) - own, seed=None if own else "0")
+    with pool:
+        pending = [pool.apply_async(scan_jsonl_part, (ctx, a, b, i > 0))
+                   for i, (a, b) in enumerate(parts) if i or not own]
+        tick = (lambda done: progress(LintProgress("scan", done, parts[-1][1]))) if progress else None
+        results = [scan_jsonl_part(ctx, parts[0][0], parts[0][1], False, tick)] if own else []
+        for job in pending:
+            results.append(job.get())
+            if progress:
+                progress(LintProgress("scan", parts[len(results) - 1][1], parts[-1][1]))
+        return results
+
+
+def _pool(mp, n: int, seed: str | None):
+    """A pool whose processes start with PYTHONHASHSEED=seed; the variable is set only while they start."""
+    if seed is None:
+        return mp.Pool(n)
+    saved = os.environ.get("PYTHONHASHSEED")
+    os.environ["PYTHONHASHSEED"] = seed
+    try:
+        return mp.Pool(n)
+    finally:
+        if saved is None:
+            os.environ.pop("PYTHONHASHSEED", None)
+        else:
+            os.environ["PYTHONHASHSEED"] = saved
+
+
+def _merge(results: list[PartResult], schema: Schema) -> tuple[PartResult, list]:
+    merged = PartResult(stats=StatsAccumulator(fields=schema.fields))
+    fps = []
+    delta = 0
+    for r in results:
+        for f in r.findings:
+            if r.relative:
+                f.line += delta
+                f.message = relocate(f.message, delta)
+            merged.findings.append(f)
+        merged.rows += r.rows
+        merged.good += r.good
+        for fp in (r.fingerprints, r.slow_fingerprints):
+            fps.append(fp.shifted(delta) if r.relative else fp)
+        merged.stats.merge(r.stats)
+        for k, (line, off) in r.keys_first.items():
+            line = line + delta if r.relative else line
+            if k not in merged.keys_first or line < merged.keys_first[k][0]:
+                merged.keys_first[k] = (line, off)
+        n, m = r.notes, merged.notes
+        m.bom = m.bom or n.bom
+        m.crlf_lines += n.crlf_lines
+        if n.first_crlf_line and not m.first_crlf_line:
+            m.first_crlf_line = n.first_crlf_line + delta
+        for b in n.blank_lines:
+            m.blank(b + delta)
+        m.blank_line_count += n.blank_line_count - len(n.blank_lines)
+        m.final_newline = n.final_newline
+        m.transcoded_lines += n.transcoded_lines
+        if n.first_transcoded_line and not m.first_transcoded_line:
+            m.first_transcoded_line = n.first_transcoded_line + delta
+        m.invalid_lines += n.invalid_lines
+        if n.first_invalid_line and not m.first_invalid_line:
+            m.first_invalid_line = n.first_invalid_line + delta
+        m.array_trailing_comma = m.array_trailing_comma or n.array_trailing_comma
+        m.syntax += n.syntax
+        delta += r.lines
+    merged.lines = merged.notes.lines = merged.notes.last_line = delta
+    return merged, fps
+
+
+# ------------------------------------------------------------------ file-level findings
+
+def _file_findings(probe: FileProbe, notes: ReadNotes, merged: PartResult, schema: Schema) -> list[Finding]:
+    out: list[Finding] = []
+    enc = probe.encoding
+    if enc.encoding.startswith("utf-16"):
+        out.append(finding("encoding", 1, _(
+            "L1: bytes are not UTF-8 (the file is UTF-16); training fails at conversion; fix transcodes it "
+            "to UTF-8 (with --yes)", )))
+    if notes.transcoded_lines:
+        line = notes.first_transcoded_line or 1
+        out.append(finding("encoding", line, _(
+            "L{line}: bytes are not UTF-8 (decodes as GB18030; {count} lines); training fails at conversion; "
+            "fix transcodes them to UTF-8 (with --yes)", line=line, count=notes.transcoded_lines)))
+    if enc.is_utf8 and (notes.bom or enc.bom):
+        out.append(finding("bom", 1, _("L1: UTF-8 BOM at the start of the file; fix removes it")))
+    if probe.layout == JSON_ARRAY:
+        sev = WARNING
+        out.append(finding("json-array", 1, _(
+            "L1: the file is a JSON array, not JSON Lines; LLaMA-Factory loads it but its preview and streaming "
+            "do not; fix writes JSON Lines"), severity=sev))
+    if probe.layout == JSON_STREAM:
+        out.append(finding("json-array", 1, _(
+            "L1: pretty-printed objects one after another, not one per line; datasets cannot load this; fix "
+            "writes JSON Lines"), severity=ERROR))
+    if notes.array_trailing_comma:
+        line, col = notes.array_trailing_comma
+        out.append(finding("trailing-comma", line, _(
+            "L{line}:{col}: trailing comma before ]; fix removes it", line=line, col=col), column=col))
+    for line, col, msg in notes.syntax:
+        out.append(finding("json-syntax", line, _(
+            "L{line}:{col}: invalid JSON between values: {msg}; fix skips it", line=line, col=col, msg=msg),
+            column=col, fix=SAFE))
+    blank_text = _("L{line}: blank line; fix removes it")
+    out += [finding("blank-line", line, blank_text.format(line=line)) for line in notes.blank_lines]
+    if notes.crlf_lines:
+        line = notes.first_crlf_line or 1
+        out.append(finding("crlf", line, _(
+            "L{line}: CRLF (Windows) line endings on {count} lines; fix writes LF", line=line,
+            count=notes.crlf_lines)))
+    if not notes.final_newline and notes.last_line:
+        line = notes.last_line
+        out.append(finding("no-final-newline", line, _(
+            "L{line}: no newline at the end of the file; fix adds it", line=line)))
+    suffix = probe.path.suffix.lower()
+    if suffix not in ALLOWED_SUFFIXES:
+        out.append(finding("extension", 1, _(
+            "L1: LLaMA-Factory does not read \"{suffix}\" files (Allowed file types: json, jsonl, csv, parquet, "
+            "arrow, txt); fix writes .jsonl", suffix=suffix or "(none)"), severity=ERROR))
+    elif suffix == ".txt" and probe.layout in (JSONL, JSON_ARRAY, JSON_STREAM):
+        out.append(finding("extension", 1, _(
+            "L1: JSON in a .txt file; LLaMA-Factory reads .txt as plain text; write it as .jsonl (fix -o "
+            "name.jsonl)"), severity=ERROR))
+    if schema.kind == ALPACA:
+        for key, (line, offset) in sorted(merged.keys_first.items(), key=lambda kv: kv[1][0]):
+            sev = severity_of_key_change(offset) if offset >= 0 else INFO
+            out.append(finding("key-set-change", line, _(
+                "L{line}: new key \"{key}\" first appears here; rows before lack it{why}; fix writes the same keys "
+                "in every row", line=line, key=key,
+                why=_(" (after the first 10 MiB: datasets raises CastError)") if sev == ERROR else ""),
+                severity=sev))
+        if schema.aliased:
+            out.append(finding("missing-keys", 1, _(
+                "L1: rows use \"{prompt}\"/\"{response}\", not \"instruction\"/\"output\"; register writes a "
+                "columns map, or fix renames them (with --yes)", prompt=schema.prompt, response=schema.response),
+                severity=INFO))
+    return out
+
+
+def _not_a_dataset(probe: FileProbe) -> Finding:
+    if probe.layout == EMPTY:
+        return finding("not-json", 1, _("L1: the file is empty; there is nothing to train on"), fix=NONE)
+    if probe.layout == CSV:
+        return finding("not-json", 1, _(
+            "L1: a CSV/TSV table, not JSON; convert it: devtune data convert {file} --from csv -o NAME.jsonl",
+            file=probe.path.name), fix=NONE)
+    return finding("not-json", 1, _(
+        "L1: plain text, not JSON (\"{first}\"); if it is a chat log or Q&A text, convert it: devtune data "
+        "convert {file} -o NAME.jsonl", first=probe.first_line[:40], file=probe.path.name), fix=NONE)
+
+
+# ------------------------------------------------------------------ entry point
+
+def lint_file(path: str | os.PathLike, options: LintOptions | None = None,
+              progress: Callable[[LintProgress], None] | None = None) -> LintReport:
+    """Lint one file. Raises OSError when it cannot be read; bad content is reported, never raised."""
+    opts = options or LintOptions()
+    t0 = time.perf_counter()
+    probe = probe_file(path)
+    enc = probe.encoding
+    if probe.layout in (TEXT, CSV, EMPTY) or enc.encoding == "binary":
+        schema = Schema(kind=UNKNOWN)
+        empty = build_stats(StatsAccumulator(), rows=0, cutoff_len=opts.cutoff_len, token_source="estimate",
+                            duplicates=0, conflicts=0, near_duplicates=None)
+        f = _not_a_dataset(probe) if enc.encoding != "binary" else finding("not-json", 1, _(
+            "L1: binary data, not a text dataset"), fix=NONE)
+        return LintReport(str(path), 0, "unknown", enc.encoding, enc.reason, probe.layout, [f], empty, schema,
+                          time.perf_counter() - t0)
+
+    rows = sample_rows(probe)
+    schema = detect_schema(v for _r, v in rows)
+    if schema.kind == UNKNOWN:
+        schema = Schema()  # judge the rows as alpaca: the findings say which keys are missing
+    keys, overhead = _expected_keys(rows, schema)
+    ctx = ScanContext(str(probe.path), schema, keys, overhead, opts.cutoff_len,
+                      estimate_too_long=opts.tokenizer is None, size=probe.size,
+                      escaped=any(b"\\u" in rec.raw for rec, _v in rows))
+
+    if probe.layout == JSONL and enc.is_utf8:
+        parts = split_parts(probe.path, probe.size, opts.jobs)
+        results = _run_parts(ctx, parts, opts, progress)
+    else:
+        notes = ReadNotes()
+        results = [scan_records(ctx, iter_records(probe, notes), notes)]
+    merged, fps = _merge(results, schema)
+    if progress:
+        progress(LintProgress("duplicates", 0, 1))
+    try:
+        dups = find_duplicates(fps)
+    finally:
+        for fp in fps:
+            fp.discard()
+    findings = merged.findings
+    findings += _file_findings(probe, merged.notes, merged, schema)
+    # many findings of one kind: translate the template once, fill it per row
+    dup_text = _("L{line}: duplicate of L{other}; fix keeps the first")
+    findings += [finding("duplicate", line, dup_text.format(line=line, other=other))
+                 for line, other in dups.duplicates]
+    conflict_text = _("L{line}: same prompt as L{other} with a different output; keep the right one by hand")
+    findings += [finding("conflict", line, conflict_text.format(line=line, other=other))
+                 for line, other in dups.conflicts]
+    dup_lines = {line for line, _o in dups.duplicates}
+
+    near = None
+    if opts.near_dups:
+        from core.dataset.neardup import find_near_duplicates
+
+        pairs = find_near_duplicates(probe, schema, skip_lines=dup_lines, progress=progress)
+        near = len(pairs)
+        for line, other, j in pairs:
+            findings.append(finding("near-duplicate", line, _(
+                "L{line}: ~{j} similar to L{other}; keep one of them", line=line, j=f"{j:.2f}", other=other)))
+    token_source = "estimate"
+    if opts.tokenizer:
+        from core.dataset.tokens import count_tokens
+
+        counted = count_tokens(probe, schema, opts.tokenizer, opts.cutoff_len, progress=progress)
+        merged.stats.tokens = counted.histogram
+        findings = [f for f in findings if f.rule != "too-long"] + counted.findings
+        token_source = opts.tokenizer
+    findings.sort(key=Finding.sort_key)
+    stats = build_stats(merged.stats, rows=merged.good, cutoff_len=opts.cutoff_len, token_source=token_source,
+                        duplicates=len(dups.duplicates), conflicts=len(dups.conflicts), near_duplicates=near)
+    fmt = schema.label
+    keys = list(keys) + [k for k, _v in sorted(merged.keys_first.items(), key=lambda kv: kv[1][0]) if k not in keys]
+    return LintReport(str(path), merged.rows, fmt, enc.encoding, enc.reason, probe.layout, findings, stats,
+                      schema, time.perf_counter() - t0, merged.good, dup_lines, keys)
+
+
+def is_clean(report: LintReport) -> bool:
+    return report.errors == 0

@@ -1,0 +1,415 @@
+"""Stream the records of a dataset file of any size, whatever its shape.
+
+`probe_file` decides the encoding and the layout (JSON Lines, a JSON array, pretty-printed objects one
+after another, or plain text / CSV that needs `convert`). `iter_records` then yields one `Record` per
+JSON value with the 1-based line where it starts and its text as UTF-8 bytes, ready for `orjson.loads`:
+
+- JSON Lines: CRLF, blank lines, a missing final newline and a BOM are noted in `ReadNotes`, never fatal;
+  lines that are not UTF-8 are decoded as GB18030 when that works (and noted), else with bad bytes replaced.
+- a JSON array, pretty or on one line, or pretty objects back to back: elements are found with the C JSON
+  scanner and, when an element is broken, a tolerant bracket scanner; memory holds one buffer, not the file.
+- UTF-16 files are decoded incrementally.
+
+Nothing here raises on bad content: a broken value is still a Record; judging it is lint's job.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from core.dataset.encoding import BOM_UTF8, GB18030, UTF8, EncodingGuess, decode_line, guess_encoding
+
+BLOCK = 1 << 20
+TEXT_CHUNK = 4 << 20
+MAX_ELEMENT_CHARS = 512 << 20  # an element larger than this is cut and reported as truncated
+
+JSONL, JSON_ARRAY, JSON_STREAM, TEXT, CSV, EMPTY = "jsonl", "json-array", "json-stream", "text", "csv", "empty"
+
+
+@dataclass(slots=True)
+class Record:
+    line: int  # 1-based line where the value starts
+    raw: bytes  # the value's text as UTF-8 (no line terminator, no BOM)
+    offset: int = -1  # byte offset in the file when the file is UTF-8, else -1
+    decoded: str = UTF8  # utf-8 | gb18030 | utf-16 | invalid (bad bytes were replaced)
+
+
+@dataclass
+class ReadNotes:
+    """What the reader saw about the file as a whole (lint turns these into findings)."""
+
+    bom: bool = False
+    crlf_lines: int = 0
+    first_crlf_line: int = 0
+    blank_lines: list[int] = field(default_factory=list)
+    blank_line_count: int = 0
+    final_newline: bool = True
+    last_line: int = 0
+    transcoded_lines: int = 0  # lines decoded as GB18030
+    first_transcoded_line: int = 0
+    invalid_lines: int = 0  # lines with bytes that are neither UTF-8 nor GB18030
+    first_invalid_line: int = 0
+    array_trailing_comma: tuple[int, int] | None = None  # (line, column) of `,]`
+    syntax: list[tuple[int, int, str]] = field(default_factory=list)  # (line, col, message) between values
+    lines: int = 0  # physical lines in the file
+
+    MAX_BLANK_KEPT = 10000
+
+    def blank(self, line: int) -> None:
+        self.blank_line_count += 1
+        if len(self.blank_lines) < self.MAX_BLANK_KEPT:
+            self.blank_lines.append(line)
+
+
+@dataclass(frozen=True)
+class FileProbe:
+    path: Path
+    size: int
+    encoding: EncodingGuess
+    layout: str  # jsonl | json-array | json-stream | text | csv | empty
+    first_line: str  # the first non-blank line, shortened (for messages)
+
+
+def _first_text(path: Path, enc: EncodingGuess, limit: int = 64 * 1024) -> str:
+    with open(path, "rb") as fh:
+        head = fh.read(limit)
+    if head.startswith(BOM_UTF8):
+        head = head[3:]
+    codec = enc.python_codec
+    if codec.startswith("utf-16") and head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        head = head[2:]
+    return codecs.getincrementaldecoder(codec)(errors="replace").decode(head, final=False)
+
+
+def probe_file(path: str | os.PathLike) -> FileProbe:
+    """Encoding and layout of a file. Raises OSError when it cannot be read."""
+    p = Path(path)
+    size = p.stat().st_size
+    if p.is_dir():
+        raise IsADirectoryError(f"{p} is a folder, not a file")
+    enc = guess_encoding(p)
+    text = _first_text(p, enc)
+    stripped = text.lstrip("\ufeff \t\r\n")
+    first_line = next((ln.strip() for ln in stripped.splitlines() if ln.strip()), "")
+    if not stripped:
+        layout = EMPTY
+    elif stripped[0] == "[":
+        layout = JSON_ARRAY
+    elif stripped[0] == "{":
+        layout = JSONL
+        if first_line == "{" or first_line.endswith((",", "{", "[")) and not first_line.endswith("}"):
+            layout = JSON_STREAM
+    elif p.suffix.lower() in (".csv", ".tsv"):
+        layout = CSV
+    elif p.suffix.lower() in (".json", ".jsonl"):
+        layout = JSONL  # JSON by name: lint shows what is wrong line by line
+    else:
+        layout = TEXT
+    return FileProbe(p, size, enc, layout, first_line[:120])
+
+
+# ---------------------------------------------------------------- JSON Lines (UTF-8 / GB18030 bytes)
+
+def iter_jsonl_records(path: Path, notes: ReadNotes, *, start: int = 0, end: int | None = None,
+                       first_line: int = 1) -> Iterator[Record]:
+    """Records of a JSON Lines file from byte `start` (a line start) to `end` (lines starting before it)."""
+    line_no = first_line - 1
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        offset = start
+        pending = b""
+        stop = end if end is not None else float("inf")
+        while offset < stop or pending:
+            block = fh.read(BLOCK)
+            if not block:
+                if pending:
+                    notes.final_newline = False
+                    line_no += 1
+                    yield from _jsonl_line(pending, line_no, offset, notes)
+                    offset += len(pending)
+                break
+            data = pending + block if pending else block
+            lines = data.split(b"\n")
+            pending = lines.pop()
+            for raw in lines:
+                if offset >= stop:
+                    pending = b""
+                    break
+                line_no += 1
+                yield from _jsonl_line(raw, line_no, offset, notes)
+                offset += len(raw) + 1
+            else:
+                continue
+            break
+        notes.lines = line_no
+        notes.last_line = line_no
+
+
+def _jsonl_line(raw: bytes, line_no: int, offset: int, notes: ReadNotes) -> Iterator[Record]:
+    start = offset
+    if line_no == 1 and raw.startswith(BOM_UTF8):
+        notes.bom = True
+        raw = raw[3:]
+        start += 3
+    if raw.endswith(b"\r"):
+        raw = raw[:-1]
+        notes.crlf_lines += 1
+        if not notes.first_crlf_line:
+            notes.first_crlf_line = line_no
+    if not raw.strip():
+        notes.blank(line_no)
+        return
+    if raw.isascii():
+        yield Record(line_no, raw, start)
+        return
+    text, how = decode_line(raw)
+    if how == UTF8:
+        yield Record(line_no, raw, start)
+        return
+    if how == GB18030:
+        notes.transcoded_lines += 1
+        if not notes.first_transcoded_line:
+            notes.first_transcoded_line = line_no
+    else:
+        notes.invalid_lines += 1
+        if not notes.first_invalid_line:
+            notes.first_invalid_line = line_no
+    yield Record(line_no, text.encode(UTF8, errors="surrogatepass"), start, how)
+
+
+# ---------------------------------------------------------------- decoded text (UTF-16, arrays, streams)
+
+class _CountingErrors:
+    """A codec error handler that replaces bad bytes and remembers that it had to."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.name = f"devtune-count-{id(self)}"
+        codecs.register_error(self.name, self)
+
+    def __call__(self, exc: UnicodeDecodeError):
+        self.count += 1
+        return "\ufffd", exc.end
+
+
+def iter_text_chunks(path: Path, enc: EncodingGuess, errors_handler: _CountingErrors | None = None,
+                     chunk: int = TEXT_CHUNK) -> Iterator[str]:
+    codec = enc.python_codec
+    if codec == GB18030:
+        codec = "gb18030"
+    errors = errors_handler.name if errors_handler else "replace"
+    decoder = codecs.getincrementaldecoder(codec)(errors=errors)
+    with open(path, "rb") as fh:
+        first = True
+        while True:
+            raw = fh.read(chunk)
+            text = decoder.decode(raw, final=not raw)
+            if first:
+                text = text.lstrip("\ufeff") if enc.bom else text
+                first = False
+            if text:
+                yield text
+            if not raw:
+                return
+
+
+def iter_text_lines(path: Path, enc: EncodingGuess, notes: ReadNotes) -> Iterator[tuple[int, str]]:
+    """(line number, text) of every line of a decoded file, CR stripped; notes CRLF and the final newline."""
+    handler = _CountingErrors()
+    pending = ""
+    line_no = 0
+    for text in iter_text_chunks(path, enc, handler):
+        data = pending + text
+        parts = data.split("\n")
+        pending = parts.pop()
+        for part in parts:
+            line_no += 1
+            if part.endswith("\r"):
+                part = part[:-1]
+                notes.crlf_lines += 1
+                notes.first_crlf_line = notes.first_crlf_line or line_no
+            yield line_no, part
+    if pending:
+        line_no += 1
+        notes.final_newline = False
+        yield line_no, pending.rstrip("\r")
+    if handler.count:
+        notes.invalid_lines += handler.count
+        notes.first_invalid_line = notes.first_invalid_line or 1
+    notes.lines = notes.last_line = line_no
+
+
+def iter_decoded_jsonl(path: Path, enc: EncodingGuess, notes: ReadNotes) -> Iterator[Record]:
+    how = "utf-16" if enc.encoding.startswith("utf-16") else enc.python_codec
+    for line_no, text in iter_text_lines(path, enc, notes):
+        if not text.strip():
+            notes.blank(line_no)
+            continue
+        yield Record(line_no, text.encode(UTF8, errors="surrogatepass"), -1, how)
+
+
+_WS = re.compile(r"[ \t\r\n\ufeff]*")
+_SIGNIFICANT = re.compile(r"[\"'{}\[\]\n]")
+_STRING_BODY = {'"': re.compile(r'(?:[^"\\\n]|\\.)*"'), "'": re.compile(r"(?:[^'\\\n]|\\.)*'")}
+
+
+def find_value_end(buf: str, pos: int, eof: bool) -> int | None:
+    """End (exclusive) of the JSON-ish value starting at buf[pos], tolerant of broken syntax:
+    brackets are balanced outside strings, a string ends at its quote or at the end of its line,
+    single-quoted strings count too. None when the buffer ends first and more text may follow."""
+    depth = 0
+    i = pos
+    n = len(buf)
+    while i < n:
+        m = _SIGNIFICANT.search(buf, i)
+        if m is None:
+            break
+        ch = m.group()
+        j = m.end()
+        if ch in "\"'":
+            body = _STRING_BODY[ch].match(buf, j)
+            if body is None:
+                nl = buf.find("\n", j)
+                if nl < 0:
+                    return n if eof else None
+                i = nl  # unterminated string: recover at the end of the line
+                continue
+            i = body.end()
+            continue
+        if ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+            if depth <= 0:
+                return j if depth == 0 else m.start()
+        elif ch == "\n" and depth <= 0:
+            return m.start()
+        i = j
+    return n if eof else None
+
+
+def iter_json_values(path: Path, enc: EncodingGuess, notes: ReadNotes, *, array: bool) -> Iterator[Record]:
+    """Elements of a JSON array (`array`) or JSON values back to back (pretty-printed objects)."""
+    decoder = json.JSONDecoder()
+    handler = _CountingErrors()
+    chunks = iter_text_chunks(path, enc, handler)
+    how = "utf-16" if enc.encoding.startswith("utf-16") else UTF8 if enc.is_utf8 else enc.python_codec
+    buf = ""
+    pos = 0
+    line = 1  # line number of buf[counted]
+    counted = 0
+    eof = False
+
+    def fill() -> bool:
+        nonlocal buf, pos, counted, eof
+        if eof:
+            return False
+        try:
+            more = next(chunks)
+        except StopIteration:
+            eof = True
+            return False
+        if pos > len(buf) // 2 and pos > 0:
+            advance_line(pos)
+            buf, counted = buf[pos:], 0
+            pos = 0
+        buf += more
+        return True
+
+    def advance_line(to: int) -> None:
+        nonlocal line, counted
+        if to > counted:
+            line += buf.count("\n", counted, to)
+            counted = to
+
+    def skip_ws() -> bool:
+        nonlocal pos
+        while True:
+            pos = _WS.match(buf, pos).end()
+            if pos < len(buf):
+                return True
+            if not fill():
+                return False
+
+    def col_of(at: int) -> int:
+        return at - (buf.rfind("\n", 0, at) + 1) + 1
+
+    fill()
+    if not skip_ws():
+        notes.lines = notes.last_line = line
+        return
+    if array and buf[pos] == "[":
+        pos += 1
+    elements = 0
+    while skip_ws():
+        ch = buf[pos]
+        if array and ch == "]":
+            pos += 1
+            if skip_ws():
+                advance_line(pos)
+                notes.syntax.append((line, col_of(pos), "text after the closing ]"))
+            break
+        if ch == ",":
+            advance_line(pos)
+            notes.syntax.append((line, col_of(pos), "unexpected comma"))
+            pos += 1
+            continue
+        start = pos
+        while True:
+            try:
+                _, end = decoder.raw_decode(buf, start)
+                if end >= len(buf) and not eof and buf[start] not in "{[\"":
+                    raise ValueError  # a bare number or word cut at the buffer end
+                break
+            except ValueError:
+                end = find_value_end(buf, start, eof)
+                if end is not None or len(buf) - start > MAX_ELEMENT_CHARS:
+                    end = end if end is not None else len(buf)
+                    break
+                if not fill():
+                    end = len(buf)
+                    break
+                start = pos  # fill() may have moved the buffer
+        advance_line(start)
+        text = buf[start:end]
+        if not text.strip():
+            pos = max(end, start + 1)
+            continue
+        elements += 1
+        yield Record(line, text.encode(UTF8, errors="surrogatepass"), -1, how)
+        pos = end
+        if skip_ws() and buf[pos] == ",":
+            comma = pos
+            pos += 1
+            if skip_ws() and array and buf[pos] == "]":
+                advance_line(comma)
+                notes.array_trailing_comma = (line, col_of(comma))
+    advance_line(len(buf))
+    notes.lines = notes.last_line = line
+    if handler.count:
+        notes.invalid_lines += handler.count
+        notes.first_invalid_line = notes.first_invalid_line or 1
+    if enc.encoding == GB18030:
+        notes.transcoded_lines = max(notes.transcoded_lines, 1)
+        notes.first_transcoded_line = notes.first_transcoded_line or 1
+
+
+def iter_records(probe: FileProbe, notes: ReadNotes | None = None) -> Iterator[Record]:
+    """Every JSON value of the file as a Record, whatever the layout (text/CSV files yield their lines)."""
+    notes = notes if notes is not None else ReadNotes()
+    enc = probe.encoding
+    if probe.layout in (JSON_ARRAY, JSON_STREAM):
+        yield from iter_json_values(probe.path, enc, notes, array=probe.layout == JSON_ARRAY)
+    elif probe.layout == EMPTY:
+        return
+    elif enc.encoding.startswith("utf-16"):
+        notes.bom = enc.bom
+        yield from iter_decoded_jsonl(probe.path, enc, notes)
+    else:
+        yield from iter_jsonl_records(probe.path, notes)

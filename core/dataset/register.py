@@ -1,0 +1,241 @@
+"""Register a dataset in `<dataset_dir>/dataset_info.json` (add or update one entry, keep the others,
+atomically), check the registry's entries (table A4 rule 14), and save the Data step's summary for the
+later steps (`core.dataset.summary`).
+
+dataset_info.json is written with `ensure_ascii=True`: LLaMA-Factory opens it without an encoding, so
+on a zh-CN Windows (cp936) non-ASCII UTF-8 would not read back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.atomicfile import write_atomic
+from core.dataset.findings import ERROR, WARNING, Finding, finding
+from core.dataset.lint import LintOptions, LintReport, lint_file
+from core.dataset.summary import DatasetSummary, save_summary
+from core.i18n import _
+
+INFO_FILE = "dataset_info.json"
+NAME = re.compile(r"^[\w.\-]+$")
+FILE_TYPES = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet", ".arrow": "arrow",
+              ".txt": "text"}
+ENTRY_KEYS = {"hf_hub_url", "ms_hub_url", "om_hub_url", "script_url", "cloud_file_name", "file_name", "formatting",
+              "ranking", "subset", "split", "folder", "num_samples", "columns", "tags"}
+COLUMN_KEYS = {"prompt", "query", "response", "history", "messages", "system", "tools", "images", "videos",
+               "audios", "chosen", "rejected", "kto_tag"}
+TAG_KEYS = {"role_tag", "content_tag", "user_tag", "assistant_tag", "observation_tag", "function_tag", "system_tag"}
+
+
+class RegisterError(Exception):
+    """Registration impossible (bad name, unreadable registry); the message names the file and what to do."""
+
+
+class RegisterRefused(RegisterError):
+    """Registration refused for what lint found or a name taken by another file (exit 1, not 2)."""
+
+
+@dataclass
+class RegisterResult:
+    name: str
+    entry: dict
+    info_file: Path
+    action: str  # added | updated | unchanged
+    report: LintReport
+    summary_file: Path | None
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "entry": self.entry, "dataset_info": str(self.info_file), "action": self.action,
+                "rows": self.report.rows, "format": self.report.format, "errors": self.report.errors,
+                "warnings": self.report.warnings,
+                "summary": str(self.summary_file) if self.summary_file else None}
+
+
+def read_dataset_info(dataset_dir: Path) -> dict:
+    """The registry as a dict ({} when there is none). Raises RegisterError when it cannot be read."""
+    path = Path(dataset_dir) / INFO_FILE
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RegisterError(_("{path}: cannot read it ({error})", path=path, error=exc)) from exc
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RegisterError(_("{path}:{line}:{col}: invalid JSON ({msg}); fix it by hand, it was not changed",
+                              path=path, line=exc.lineno, col=exc.colno, msg=exc.msg)) from exc
+    if not isinstance(data, dict):
+        raise RegisterError(_("{path}: the top level must be an object of dataset entries", path=path))
+    return data
+
+
+def file_name_for(file: Path, dataset_dir: Path) -> str:
+    """The entry's file_name: relative to dataset_dir when the file is inside it, else absolute."""
+    try:
+        return Path(os.path.relpath(file.resolve(), dataset_dir.resolve())).as_posix() \
+            if file.resolve().is_relative_to(dataset_dir.resolve()) else str(file.resolve())
+    except ValueError:
+        return str(file.resolve())
+
+
+def registered_name(file: Path, dataset_dir: Path) -> str | None:
+    """The name under which `file` is registered, if it is."""
+    try:
+        info = read_dataset_info(dataset_dir)
+    except RegisterError:
+        return None
+    target = file.resolve()
+    for name, entry in info.items():
+        fn = entry.get("file_name") if isinstance(entry, dict) else None
+        if fn and (Path(dataset_dir) / fn).resolve() == target:
+            return name
+    return None
+
+
+def summary_for(report: LintReport, name: str, ws_root: Path, file: Path) -> DatasetSummary:
+    st = file.stat()
+    try:
+        rel = str(file.resolve().relative_to(ws_root.resolve()))
+    except ValueError:
+        rel = str(file.resolve())
+    tokens = {k: v for k, v in report.stats.tokens.items() if k in ("p50", "p90", "p95", "p99", "max")}
+    kind = report.schema.kind if report.schema.kind in ("alpaca", "sharegpt", "messages") else "unknown"
+    token_source = report.stats.token_source
+    return DatasetSummary(name=name, file=rel, size=st.st_size, mtime=st.st_mtime, format=kind, rows=report.rows,
+                          lint_errors=report.errors, lint_warnings=report.warnings,
+                          tokenizer=None if token_source == "estimate" else token_source,
+                          token_percentiles=tokens, over_cutoff=report.stats.over_cutoffs)
+
+
+def refresh_summary(report: LintReport, file: Path, dataset_dir: Path, ws_root: Path) -> Path | None:
+    """After a lint: save the summary when the file is a registered dataset (Config reads it)."""
+    name = registered_name(Path(file), Path(dataset_dir))
+    if name is None:
+        return None
+    return save_summary(Path(ws_root), summary_for(report, name, Path(ws_root), Path(file)))
+
+
+def register_preview(file: str | os.PathLike, name: str, dataset_dir: str | os.PathLike,
+                     report: LintReport) -> tuple[dict, str]:
+    """The entry that `register_dataset` would write and whether it adds, updates or keeps it."""
+    info = read_dataset_info(Path(dataset_dir))
+    entry = report.schema.dataset_info_entry(file_name_for(Path(file), Path(dataset_dir)))
+    old = info.get(name)
+    return entry, "unchanged" if old == entry else "updated" if old is not None else "added"
+
+
+def register_dataset(file: str | os.PathLike, name: str, dataset_dir: str | os.PathLike, *,
+                     ws_root: str | os.PathLike | None = None, force: bool = False,
+                     report: LintReport | None = None, options: LintOptions | None = None) -> RegisterResult:
+    """Lint `file`, then add or update `name` in dataset_info.json. Refuses a file with lint errors unless
+    `force`; refuses a name that points at another file unless `force`."""
+    path, ddir = Path(file), Path(dataset_dir)
+    if not NAME.match(name or ""):
+        raise RegisterError(_("dataset name \"{name}\": use letters, digits, _ . - only (LLaMA-Factory splits "
+                              "dataset lists on commas)", name=name))
+    if not path.is_file():
+        raise FileNotFoundError(path)
+    if path.suffix.lower() not in FILE_TYPES or path.suffix.lower() == ".txt":
+        raise RegisterError(_("{file}: LLaMA-Factory reads {suffix} files as {kind}, not as a JSON dataset; "
+                              "convert or fix it to .jsonl first", file=path, suffix=path.suffix or "(none)",
+                              kind=FILE_TYPES.get(path.suffix.lower(), _("unsupported"))))
+    info = read_dataset_info(ddir)
+    file_name = file_name_for(path, ddir)
+    old = info.get(name)
+    if old is not None and isinstance(old, dict) and old.get("file_name") not in (None, file_name) and not force:
+        raise RegisterRefused(_("\"{name}\" is already registered for {other}; choose another --name or pass --force "
+                              "to point it at {file}", name=name, other=old.get("file_name"), file=file_name))
+    report = report or lint_file(path, options or LintOptions())
+    if report.errors and not force:
+        raise RegisterRefused(_("{file} has {n} lint errors; LLaMA-Factory would fail or drop rows. Fix it first "
+                              "(devtune data fix {file} -o NAME.jsonl), or pass --force", file=path, n=report.errors))
+    entry = report.schema.dataset_info_entry(file_name)
+    action = "unchanged" if old == entry else "updated" if old is not None else "added"
+    if action != "unchanged":
+        info[name] = entry
+        ddir.mkdir(parents=True, exist_ok=True)
+        write_atomic(ddir / INFO_FILE, json.dumps(info, ensure_ascii=True, indent=2) + "\n")
+    summary_file = None
+    if ws_root is not None:
+        summary_file = save_summary(Path(ws_root), summary_for(report, name, Path(ws_root), path))
+    return RegisterResult(name, entry, ddir / INFO_FILE, action, report, summary_file)
+
+
+def lint_dataset_info(dataset_dir: str | os.PathLike) -> list[Finding]:
+    """Rule 14: every entry of dataset_info.json names a file LLaMA-Factory can load, in a known format."""
+    ddir = Path(dataset_dir)
+    path = ddir / INFO_FILE
+    try:
+        info = read_dataset_info(ddir)
+    except RegisterError as exc:
+        return [finding("dataset-info", 1, str(exc), fix="none")]
+    text = path.read_text(encoding="utf-8-sig") if path.exists() else ""
+    out: list[Finding] = []
+    for name, entry in info.items():
+        line = _line_of_key(text, name)
+        if not isinstance(entry, dict):
+            out.append(finding("dataset-info", line, _("L{line}: dataset_info: \"{name}\" must be an object",
+                                                       line=line, name=name)))
+            continue
+        for key in entry:
+            if key not in ENTRY_KEYS:
+                out.append(finding("dataset-info", line, _(
+                    "L{line}: dataset_info: \"{name}\" has unknown key \"{key}\" (LLaMA-Factory ignores it)",
+                    line=line, name=name, key=key), severity=WARNING))
+        fn = entry.get("file_name")
+        if fn:
+            target = ddir / fn
+            suffix = Path(fn).suffix.lower()
+            if not target.exists():
+                out.append(finding("dataset-info", line, _(
+                    "L{line}: dataset_info: \"{name}\" file {file} not found", line=line, name=name, file=fn)))
+            elif suffix == ".txt":
+                out.append(finding("dataset-info", line, _(
+                    "L{line}: dataset_info: \"{name}\": .txt loads as plain text, not rows; convert it to .jsonl",
+                    line=line, name=name)))
+            elif target.is_file() and suffix not in FILE_TYPES:
+                out.append(finding("dataset-info", line, _(
+                    "L{line}: dataset_info: \"{name}\": {suffix} is not a file type LLaMA-Factory loads",
+                    line=line, name=name, suffix=suffix or "(none)")))
+        elif not any(k in entry for k in ("hf_hub_url", "ms_hub_url", "om_hub_url", "script_url",
+                                            "cloud_file_name")):
+            out.append(finding("dataset-info", line, _(
+                "L{line}: dataset_info: \"{name}\" has no file_name", line=line, name=name)))
+        fmt = entry.get("formatting", "alpaca")
+        if fmt not in ("alpaca", "sharegpt", "openai"):
+            out.append(finding("dataset-info", line, _(
+                "L{line}: dataset_info: \"{name}\" formatting \"{fmt}\" is not alpaca, sharegpt or openai",
+                line=line, name=name, fmt=fmt)))
+        cols = entry.get("columns", {})
+        bad = [k for k in cols if k not in COLUMN_KEYS] if isinstance(cols, dict) else ["columns"]
+        if bad:
+            out.append(finding("dataset-info", line, _(
+                "L{line}: dataset_info: \"{name}\" columns has unknown keys: {keys}", line=line, name=name,
+                keys=", ".join(bad))))
+        if "tags" in entry and fmt == "alpaca":
+            out.append(finding("dataset-info", line, _(
+                "L{line}: dataset_info: \"{name}\" has tags but alpaca formatting ignores them", line=line,
+                name=name), severity=WARNING))
+        bad_tags = [k for k in entry.get("tags", {}) if k not in TAG_KEYS] if isinstance(entry.get("tags"), dict) \
+            else []
+        if bad_tags:
+            out.append(finding("dataset-info", line, _(
+                "L{line}: dataset_info: \"{name}\" tags has unknown keys: {keys}", line=line, name=name,
+                keys=", ".join(bad_tags))))
+    for f in out:
+        f.severity = f.severity or ERROR
+    return out
+
+
+def _line_of_key(text: str, key: str) -> int:
+    at = text.find(json.dumps(key, ensure_ascii=True) + ":")
+    if at < 0:
+        at = text.find(json.dumps(key, ensure_ascii=False))
+    return text.count("\n", 0, at) + 1 if at >= 0 else 1

@@ -1,0 +1,366 @@
+"""Step 1, Data: pick a file, preview its rows (as a table and as the prompt the chosen template
+renders), lint it (findings jump to their row), fix / convert / register it with a preview before
+anything is written, and read its statistics with a length histogram.
+
+A big file shows its first page at once: the line index is built in a worker while the person reads,
+and paging reads only the visible rows. Lint of a big file runs in worker processes, so the UI stays live.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.widgets import Select, Static, TabbedContent, TabPane
+from textual.worker import get_current_worker
+
+from core.i18n import _
+from screens.base import StepScreen
+from tui.widgets.data_actions import DataActions
+from tui.widgets.data_file_tree import DataFileTree
+from tui.widgets.data_findings import DataFindings
+from tui.widgets.data_histogram import DataHistogram
+from tui.widgets.row_pager import WINDOW, RowPager
+
+AUTO_LINT_BYTES = 64 << 20  # bigger files are linted when asked (l)
+PROCESS_LINT_BYTES = 8 << 20  # from this size lint runs in worker processes, leaving the UI thread free
+FIRST_PAGE = 60  # rows shown at once on opening; paging reads the rest through the index
+TEMPLATES = ("llama3", "qwen", "qwen3_nothink", "chatml", "alpaca", "default", "empty")
+
+
+class DataScreen(StepScreen):
+    STEP_ID = "data"
+    DEFAULT_CSS = """
+    DataScreen #data-main { height: 1fr; }
+    DataScreen #data-left { width: 34; }
+    DataScreen #data-file-info { height: auto; padding: 0 1; color: $text-muted; }
+    DataScreen #data-tabs { width: 1fr; }
+    DataScreen #data-prompt-bar { height: auto; }
+    DataScreen #data-template { width: 24; }
+    DataScreen #data-prompt-title { width: 1fr; padding: 1 1 0 1; color: $text-muted; }
+    DataScreen #data-prompt { height: 9; border: round $panel-lighten-2; padding: 0 1; }
+    DataScreen #data-stats-text { height: auto; padding: 0 1; }
+    """
+    BINDINGS = [
+        Binding("o", "open_tree", _("Files"), id="data.files", tooltip=_("choose a file in the workspace")),
+        Binding("l", "lint", _("Lint"), id="data.lint", tooltip=_("check the file against every rule")),
+        Binding("f", "fix_preview", _("Fix"), id="data.fix",
+                tooltip=_("preview the fixed file; Write in the Fix & register tab writes it")),
+        Binding("v", "convert_preview", _("Convert"), id="data.convert",
+                tooltip=_("preview the file converted to alpaca JSON Lines")),
+        Binding("g", "register_preview", _("Register"), id="data.register",
+                tooltip=_("preview the dataset_info.json entry for this file")),
+        Binding("t", "next_template", _("Template"), id="data.template",
+                tooltip=_("render the preview with the next chat template")),
+        Binding("j", "jump", _("Jump to row"), id="data.jump",
+                tooltip=_("show the row of the highlighted finding")),
+    ]
+
+    @dataclass
+    class Opened(Message):
+        preview: object
+        rows: list
+        seconds: float
+        painted: object = None  # threading.Event, set after the first page is drawn
+
+    @dataclass
+    class Indexing(Message):
+        done: int
+        total: int
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, DataScreen.Indexing)
+
+    class Indexed(Message):
+        pass
+
+    @dataclass
+    class Linted(Message):
+        report: object
+        path: Path
+
+    @dataclass
+    class ActionDone(Message):
+        action: str
+        write: bool
+        lines: list
+        rows: list
+        result: object = None
+        error: bool = False
+
+    @property
+    def INTRO(self) -> str:  # noqa: N802 - StepScreen's attribute, translated when shown
+        return _("Pick your data file (o). Lint it (l), then fix, convert and register it in the Fix & register "
+                 "tab: every write is previewed first. Findings jump to their row (enter).")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.path: Path | None = None
+        self.preview = None
+        self.report = None
+        self.template = "llama3"
+        self.current_row = None
+        self.opened_at = 0.0
+        self.first_page_seconds: float | None = None
+
+    def compose_body(self) -> ComposeResult:
+        with Horizontal(id="data-main"):
+            with Vertical(id="data-left"):
+                tree = DataFileTree(self.ws.root, id="data-tree")
+                tree.border_title = _("workspace")
+                yield tree
+                yield Static(_("no file open"), id="data-file-info", markup=False)
+            with TabbedContent(id="data-tabs", initial="tab-rows"):
+                with TabPane(_("Rows"), id="tab-rows"):
+                    yield RowPager(id="data-rows")
+                    with Horizontal(id="data-prompt-bar"):
+                        yield Static(_("the highlighted row as the template renders it"), id="data-prompt-title")
+                        yield Select([(t, t) for t in TEMPLATES], value="llama3", allow_blank=False,
+                                     id="data-template")
+                    with VerticalScroll(id="data-prompt"):
+                        yield Static("", id="data-prompt-text", markup=False)
+                with TabPane(_("Findings"), id="tab-findings"):
+                    yield DataFindings(id="data-findings")
+                with TabPane(_("Stats"), id="tab-stats"):
+                    with VerticalScroll():
+                        yield Static(_("lint the file to see its statistics"), id="data-stats-text", markup=False)
+                        yield DataHistogram(id="data-hist-tokens")
+                        yield DataHistogram(id="data-hist-output")
+                with TabPane(_("Fix & register"), id="tab-actions"):
+                    yield DataActions(id="data-actions")
+
+    def on_mount(self) -> None:
+        self.template = self.state.settings.get("data.template", "llama3")
+        if self.template in TEMPLATES:
+            self.query_one("#data-template", Select).value = self.template
+        remembered = self.state.dataset_file
+        if remembered and self.ws.abs(remembered).is_file():
+            self.open_file(self.ws.abs(remembered))
+        else:
+            self.query_one(DataFileTree).focus()
+
+    # ---- opening ------------------------------------------------------------------------------
+    def on_directory_tree_file_selected(self, event: DataFileTree.FileSelected) -> None:
+        event.stop()
+        self.open_file(Path(event.path))
+
+    def open_file(self, path: Path) -> None:
+        self.clear_error()
+        self.path = Path(path)
+        self.report = None
+        self.opened_at = time.perf_counter()
+        self.first_page_seconds = None
+        self.query_one("#data-file-info", Static).update(_("opening {name}…", name=self.path.name))
+        self.query_one(DataActions).set_file(Path(self.ws.rel(self.path)))
+        self.query_one(DataFindings).show([])
+        self._open(self.path)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="data-open", description="Opening the file")
+    def _open(self, path: Path) -> None:
+        from core.dataset.preview import Preview
+
+        worker = get_current_worker()
+        t0 = time.perf_counter()
+        preview = Preview(path)
+        rows = preview.first_page(FIRST_PAGE)
+        preview.schema  # decided here, not in the UI thread
+        painted = threading.Event()
+        self.post_message(self.Opened(preview, rows, time.perf_counter() - t0, painted))
+        painted.wait(timeout=2.0)  # the index scan starts once the first page is on screen
+        last = [0.0]
+
+        def progress(done: int, total: int) -> None:
+            now = time.monotonic()
+            if now - last[0] > 0.25:
+                last[0] = now
+                self.post_message(self.Indexing(done, total))
+
+        preview.build(progress, cancelled=lambda: worker.is_cancelled)
+        if not worker.is_cancelled:
+            self.post_message(self.Indexed())
+
+    def on_data_screen_opened(self, message: Opened) -> None:
+        self.preview = message.preview
+        pager = self.query_one(RowPager)
+        pager.border_title = str(self.ws.rel(self.path))
+        pager.show(message.preview, message.rows)
+        self.first_page_seconds = time.perf_counter() - self.opened_at
+        probe = message.preview.probe
+        self.query_one("#data-file-info", Static).update(_(
+            "{name}\n{size:,} bytes · {layout}\n{encoding}\n{reason}", name=self.path.name, size=probe.size,
+            layout=probe.layout, encoding=probe.encoding.encoding, reason=probe.encoding.reason))
+        self.query_one("#data-tabs", TabbedContent).active = "tab-rows"
+        pager.focus()
+        if message.painted is not None:
+            self.call_after_refresh(message.painted.set)
+
+    def on_data_screen_indexing(self, message: Indexing) -> None:
+        pager = self.query_one(RowPager)
+        pager.refresh_title()
+        pct = int(100 * message.done / message.total) if message.total else 100
+        pager.border_subtitle = (pager.border_subtitle or "") + f" · {pct}%"
+
+    def on_data_screen_indexed(self, _message: Indexed) -> None:
+        self.query_one(RowPager).refresh_title()
+        if self.path is not None and self.path.stat().st_size <= AUTO_LINT_BYTES:
+            self.action_lint()
+
+    # ---- preview of the prompt -----------------------------------------------------------------
+    def on_row_pager_row_chosen(self, message: RowPager.RowChosen) -> None:
+        self.current_row = message.row
+        self._render_prompt()
+
+    @on(Select.Changed, "#data-template")
+    def _template_changed(self, event: Select.Changed) -> None:
+        self.template = str(event.value)
+        self._render_prompt()
+        if self.state.settings.get("data.template") != self.template:
+            self.app.remember(settings={**self.state.settings, "data.template": self.template})
+
+    def _render_prompt(self) -> None:
+        from core.dataset.render import render_row
+
+        box = self.query_one("#data-prompt-text", Static)
+        row = self.current_row
+        if row is None or self.preview is None:
+            box.update("")
+            return
+        if row.value is None:
+            box.update(row.error or "")
+            return
+        box.update(render_row(row.value, self.preview.schema, self.template))
+
+    def action_next_template(self) -> None:
+        select = self.query_one("#data-template", Select)
+        select.value = TEMPLATES[(TEMPLATES.index(self.template) + 1) % len(TEMPLATES)]
+
+    # ---- lint --------------------------------------------------------------------------------
+    def action_lint(self) -> None:
+        if self.path is None:
+            self.app.notify(_("open a file first (o)"), timeout=3)
+            return
+        self.query_one("#data-file-info", Static).update(_("linting {name}…", name=self.path.name))
+        self._lint(self.path)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="data-lint", description="Linting the file")
+    def _lint(self, path: Path) -> None:
+        import os
+
+        from core.dataset.lint import LintOptions, lint_file
+        from core.dataset.register import refresh_summary
+
+        big = path.stat().st_size >= PROCESS_LINT_BYTES
+        opts = LintOptions(jobs=max(2, min(8, os.cpu_count() or 1)) if big else 1, start_method="spawn")
+        report = lint_file(path, opts)
+        refresh_summary(report, path, self.ws.data_dir, self.ws.root)
+        self.post_message(self.Linted(report, path))
+
+    def on_data_screen_linted(self, message: Linted) -> None:
+        if message.path != self.path:
+            return
+        report = self.report = message.report
+        self.query_one(DataFindings).show(report.findings)
+        self.query_one("#data-file-info", Static).update(_(
+            "{name}\n{rows:,} rows · {format}\n{encoding} · {layout}\n{e} errors · {w} warnings", name=self.path.name,
+            rows=report.rows, format=report.format, encoding=report.encoding, layout=report.layout,
+            e=report.errors, w=report.warnings))
+        self._show_stats(report)
+        if report.errors:
+            self.set_status("attention", _("{name}: {n} lint errors", name=self.path.name, n=report.errors))
+
+    def _show_stats(self, report) -> None:
+        s = report.stats
+        lines = [_("{rows:,} rows can train · tokens ({source}) p50 {p50} · p95 {p95} · max {max}", rows=s.rows,
+                   source=s.token_source, p50=s.tokens["p50"], p95=s.tokens["p95"], max=s.tokens["max"]),
+                 _("{n:,} rows above cutoff_len {cutoff} ({pct:.1%}) · {d:,} duplicates · {c:,} conflicts",
+                   n=s.over_cutoff, cutoff=s.cutoff_len, pct=s.over_cutoff_share, d=s.duplicates, c=s.conflicts),
+                 _("languages: {langs}", langs=", ".join(f"{k} {v:.0%}" for k, v in s.languages.items())),
+                 ""]
+        lines += [f"{name:<12} p50 {p['p50']:>6}  p90 {p['p90']:>6}  p99 {p['p99']:>6}  max {p['max']:>6}"
+                  for name, p in s.fields.items()]
+        self.query_one("#data-stats-text", Static).update("\n".join(lines))
+        self.query_one("#data-hist-tokens", DataHistogram).show(s.token_bins, title=_("tokens per row"),
+                                                               cutoff=s.cutoff_len)
+        out_field = list(s.length_bins)[-1] if s.length_bins else None
+        self.query_one("#data-hist-output", DataHistogram).show(
+            s.length_bins.get(out_field, []), title=_("{field} length (characters)", field=out_field or "output"))
+
+    # ---- findings → rows ---------------------------------------------------------------------
+    def on_data_findings_jump_to_line(self, message: DataFindings.JumpToLine) -> None:
+        self._jump(message.line)
+
+    def action_jump(self) -> None:
+        findings = self.query_one(DataFindings)
+        if findings.highlighted is not None and findings.highlighted < len(findings.lines):
+            self._jump(findings.lines[findings.highlighted])
+
+    def _jump(self, line: int) -> None:
+        if self.preview is None:
+            return
+        self.query_one("#data-tabs", TabbedContent).active = "tab-rows"
+        self.query_one(RowPager).goto(self.preview.position_of_line(line))
+
+    def action_open_tree(self) -> None:
+        self.query_one(DataFileTree).focus()
+
+    # ---- fix / convert / register --------------------------------------------------------------
+    def action_fix_preview(self) -> None:
+        self._request("fix")
+
+    def action_convert_preview(self) -> None:
+        self._request("convert")
+
+    def action_register_preview(self) -> None:
+        self._request("register")
+
+    def _request(self, action: str) -> None:
+        self.query_one("#data-tabs", TabbedContent).active = "tab-actions"
+        actions = self.query_one(DataActions)
+        actions.query_one(f"#{action}-preview").press()
+
+    @on(DataActions.Requested)
+    def _requested(self, event: DataActions.Requested) -> None:
+        path = self.path
+        if path is None:
+            self.app.notify(_("open a file first (o)"), timeout=3)
+            return
+        if event.write and event.action == "fix" and event.yes:
+            from tui.widgets.confirm import ConfirmScreen
+
+            question = _("Also apply the fixes that need a confirmation (transcode, rename keys, numbers to text, "
+                         "drop empty outputs, mask personal data) and write {out}?", out=event.output)
+            self.app.push_screen(ConfirmScreen(question), lambda ok: self._act(event, path) if ok else None)
+            return
+        self._act(event, path)
+
+    @work(thread=True, exclusive=False, exit_on_error=False, group="data-act", description="Fix / convert / register")
+    def _act(self, req: DataActions.Requested, path: Path) -> None:
+        from core.dataset import actions
+
+        done = actions.run(req.action, path, write=req.write, output=req.output, yes=req.yes,
+                                source_format=req.source_format, name=req.name, ws_root=self.ws.root,
+                                dataset_dir=self.ws.data_dir)
+        self.post_message(self.ActionDone(req.action, req.write, done.lines, done.rows, done.result, done.error))
+
+    def on_data_screen_action_done(self, message: ActionDone) -> None:
+        self.query_one(DataActions).show_result(message.lines, message.rows, error=message.error)
+        if message.error or not message.write:
+            return
+        if message.action == "register":
+            res = message.result
+            self.app.remember(dataset_file=self.ws.rel(self.path), dataset_name=res.name)
+            self.set_status("done", _("dataset {name}: {rows} rows, {e} errors, {w} warnings", name=res.name,
+                                      rows=res.report.rows, e=res.report.errors, w=res.report.warnings))
+        else:
+            self.query_one(DataFileTree).reload()
+            written = Path(message.result.output)
+            self.app.notify(_("wrote {path}; it is open now: lint it, then register it", path=self.ws.rel(written)),
+                            timeout=6)
+            self.open_file(written)

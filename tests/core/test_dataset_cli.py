@@ -1,0 +1,99 @@
+"""The `devtune data` contract other tools rely on: arguments, exit codes (0 ok, 1 problems, 2 unreadable or
+usage), one JSON object with --json, nothing but the report on stdout; the demo journey end to end."""
+
+import json
+import shutil
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "data"
+
+
+def seeded(workspace) -> Path:
+    for p in DATA.iterdir():
+        shutil.copy(p, workspace.data_dir / p.name)
+    return workspace.root
+
+
+def test_lint_exit_codes_and_json(workspace, devtune_cli):
+    root = seeded(workspace)
+    bad = devtune_cli("data", "lint", "data/support_messy.jsonl", "--json", cwd=root)
+    assert bad.returncode == 1, bad.stderr
+    doc = json.loads(bad.stdout)
+    assert {"file", "rows", "format", "encoding", "findings", "stats"} <= set(doc)
+    assert doc["rows"] == 33 and doc["format"] == "alpaca" and doc["encoding"] == "utf-8-sig"
+    first = doc["findings"][0]
+    assert set(first) >= {"rule", "severity", "line", "column", "message", "fixable"}
+    assert {(f["rule"], f["line"], f["column"]) for f in doc["findings"]} >= {("trailing-comma", 6, 105),
+                                                                              ("truncated", 32, 75)}
+    text = devtune_cli("data", "lint", "data/support_messy.jsonl", cwd=root)
+    assert text.returncode == 1 and "L6:105: trailing comma before }" in text.stdout and text.stderr == ""
+    ok = devtune_cli("data", "lint", "data/sharegpt_chats.json", cwd=root)
+    assert ok.returncode == 0, ok.stdout  # warnings only
+    missing = devtune_cli("data", "lint", "data/nope.jsonl", cwd=root)
+    assert missing.returncode == 2 and "nope.jsonl" in missing.stderr and missing.stdout == ""
+    usage = devtune_cli("data", "lint", cwd=root)
+    assert usage.returncode == 2
+    tok = devtune_cli("data", "lint", "data/qa_pairs.json", "--tokenizer", "no/such/tokenizer", cwd=root)
+    assert tok.returncode == 2 and "no/such/tokenizer" in tok.stderr
+
+
+def test_demo_journey(workspace, devtune_cli):
+    """The Config step's cpu-demo preset trains on `support`: fix --yes, then register."""
+    root = seeded(workspace)
+    fix = devtune_cli("data", "fix", "data/support_messy.jsonl", "-o", "data/support_clean.jsonl", "--yes",
+                      cwd=root)
+    assert fix.returncode == 0, fix.stderr
+    assert "33 rows in → 29 written" in fix.stdout
+    assert (root / "data" / "support_clean.rejects.jsonl").is_file()
+    again = devtune_cli("data", "fix", "data/support_messy.jsonl", "-o", "data/support_clean.jsonl", cwd=root)
+    assert again.returncode == 2 and "already exists" in again.stderr  # never over a file without being asked
+    reg = devtune_cli("data", "register", "data/support_clean.jsonl", "--name", "support", cwd=root)
+    assert reg.returncode == 0, reg.stderr
+    info = json.loads((root / "data" / "dataset_info.json").read_text())
+    assert info["support"] == {"file_name": "support_clean.jsonl"}
+    assert json.loads((root / ".devtune" / "datasets" / "support.json").read_text())["rows"] == 29
+    refused = devtune_cli("data", "register", "data/support_messy.jsonl", "--name", "messy", cwd=root)
+    assert refused.returncode == 1 and "lint errors" in refused.stderr
+    clean = devtune_cli("data", "lint", "data/support_clean.jsonl", cwd=root)
+    assert clean.returncode == 0
+
+
+def test_fix_without_yes_says_what_waits(workspace, devtune_cli):
+    root = seeded(workspace)
+    r = devtune_cli("data", "fix", "data/support_messy.jsonl", "-o", "out.jsonl", "--json", cwd=root)
+    assert r.returncode == 1  # rows are waiting for --yes
+    doc = json.loads(r.stdout)
+    assert doc["rows_in"] == doc["rows_out"] + doc["rows_rejected"] == 33
+    assert set(doc["needs_yes"]) == {"non-string", "missing-keys"}
+    inplace = devtune_cli("data", "fix", "data/qa_pairs.json", "-o", "data/qa_pairs.json", "--force", cwd=root)
+    assert inplace.returncode == 2 and "never writes in place" in inplace.stderr
+
+
+def test_convert_register_stats(workspace, devtune_cli):
+    root = seeded(workspace)
+    for src, kind in (("cs_chatlog_zh.txt", "chatlog"), ("faq_gbk.txt", "qa"), ("tickets.csv", "csv"),
+                      ("sharegpt_chats.json", "sharegpt")):
+        out = f"data/{Path(src).stem}_alpaca.jsonl"
+        r = devtune_cli("data", "convert", f"data/{src}", "-o", out, "--json", cwd=root)
+        assert r.returncode == 0, r.stderr
+        doc = json.loads(r.stdout)
+        assert doc["from"] == kind and doc["rows_out"] > 0 and doc["rows_in"] == doc["rows_out"] + doc["rows_rejected"]
+        assert devtune_cli("data", "lint", out, cwd=root).returncode == 0
+    r = devtune_cli("data", "convert", "data/tickets.csv", "-o", "x.jsonl", "--columns", "instruction=nope", cwd=root)
+    assert r.returncode == 2 and "nope" in r.stderr
+    reg = devtune_cli("data", "register", "data/cs_chatlog_zh_alpaca.jsonl", "--name", "chats", "--json",
+                      "--dataset-dir", "data", cwd=root)
+    assert reg.returncode == 0 and json.loads(reg.stdout)["entry"]["columns"]["history"] == "history"
+    stats = devtune_cli("data", "stats", "data/faq_gbk_alpaca.jsonl", "--json", cwd=root)
+    s = json.loads(stats.stdout)["stats"]
+    assert stats.returncode == 0 and s["rows"] == 8 and s["tokens"]["p50"] > 0 and s["languages"]["zh"] == 1.0
+    human = devtune_cli("data", "stats", "data/faq_gbk_alpaca.jsonl", cwd=root)
+    assert "tokens per row" in human.stdout and human.stderr == ""
+
+
+def test_registry_lint(workspace, devtune_cli):
+    root = seeded(workspace)
+    (root / "data" / "dataset_info.json").write_text('{"x": {"file_name": "gone.jsonl"}}')
+    r = devtune_cli("data", "lint", "data/dataset_info.json", cwd=root)
+    assert r.returncode == 1 and "gone.jsonl not found" in r.stdout

@@ -1,0 +1,143 @@
+"""Fix: a new file, never in place, atomically; rows in = rows out + rows rejected; safe fixes by default,
+the others with --yes; the output lints without errors."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from core.atomicfile import FileExistsRefused
+from core.dataset.fix import FixRefused, default_rejects_path, fix_file
+from core.dataset.lint import lint_file
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "data"
+FIXTURES = ROOT / "tests" / "fixtures" / "data"
+
+
+def read_jsonl(p: Path) -> list[dict]:
+    return [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines()]
+
+
+def test_demo_file_safe_fixes_only(tmp_path):
+    out = tmp_path / "clean.jsonl"
+    report = fix_file(DATA / "support_messy.jsonl", out)
+    assert report.balanced and (report.rows_in, report.rows_out, report.rows_rejected) == (33, 28, 5)
+    rejected = read_jsonl(default_rejects_path(out))
+    assert [r["line"] for r in rejected] == [16, 18, 30, 31, 32]
+    assert {r["rule"] for r in rejected} == {"non-string", "duplicate", "missing-keys", "truncated"}
+    assert all(r["raw"] and r["reason"] for r in rejected)
+    assert set(report.pending) == {"non-string", "missing-keys"}
+    rows = read_jsonl(out)
+    assert all(list(r) == ["instruction", "input", "output"] for r in rows)
+    assert any(r["output"] == "" for r in rows)  # an empty output is kept without --yes (it trains)
+    assert any("13812345678" in r["input"] for r in rows)  # personal data untouched without --yes
+    raw = out.read_bytes()
+    assert b"\r" not in raw and raw.endswith(b"\n") and not raw.startswith(b"\xef\xbb\xbf")
+    assert lint_file(out).errors == 0
+
+
+def test_demo_file_with_yes(tmp_path):
+    out = tmp_path / "clean.jsonl"
+    report = fix_file(DATA / "support_messy.jsonl", out, yes=True)
+    assert report.balanced and (report.rows_out, report.rows_rejected) == (29, 4)
+    rows = read_jsonl(out)
+    by_q = {r["instruction"]: r for r in rows}
+    assert by_q["会员等级有几级？"]["output"] == "4"
+    assert by_q["The item arrived damaged. What should I do?"]["output"].startswith("Sorry")
+    assert by_q["订单可以取消吗？"]["output"].endswith("退货。")  # whitespace and zero-width stripped
+    masked = by_q["客户来电要求回电"]["input"]
+    assert "13812345678" not in masked and "138****5678" in masked and "***@example.com" in masked
+    assert "有线下门店吗？" not in by_q  # empty output dropped with --yes
+    report2 = lint_file(out)
+    assert report2.errors == 0 and report2.warnings == 1  # the conflicting answer is for a person to decide
+
+
+def test_never_in_place_and_never_over_a_file(tmp_path):
+    src = tmp_path / "a.jsonl"
+    src.write_text('{"instruction": "q", "input": "", "output": "aaaaaaaaaaaa"}\n')
+    with pytest.raises(FixRefused):
+        fix_file(src, src)
+    out = tmp_path / "b.jsonl"
+    out.write_text("mine\n")
+    with pytest.raises(FileExistsRefused):
+        fix_file(src, out)
+    assert out.read_text() == "mine\n"
+    fix_file(src, out, force=True)
+    assert read_jsonl(out)[0]["instruction"] == "q"
+
+
+def test_nothing_written_on_failure(tmp_path, monkeypatch):
+    import core.dataset.fix as fixmod
+
+    src = tmp_path / "a.jsonl"
+    src.write_text("".join(json.dumps({"instruction": f"q{i}", "input": "", "output": "a" * 20}) + "\n"
+                           for i in range(50)))
+    out = tmp_path / "out.jsonl"
+    calls = {"n": 0}
+    real = fixmod._RowFixer.value
+
+    def boom(self, *a, **kw):
+        calls["n"] += 1
+        if calls["n"] == 30:
+            raise RuntimeError("disk gone")
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(fixmod._RowFixer, "value", boom)
+    with pytest.raises(RuntimeError):
+        fix_file(src, out)
+    assert not out.exists() and not default_rejects_path(out).exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_dry_run_writes_nothing_and_previews(tmp_path):
+    out = tmp_path / "x.jsonl"
+    report = fix_file(DATA / "support_messy.jsonl", out, dry_run=True, preview=5)
+    assert not out.exists() and len(report.preview) == 5 and report.rejected_preview
+    assert report.balanced
+
+
+@pytest.mark.parametrize("name", ["gbk.jsonl", "utf16.jsonl", "mixed_encoding.jsonl"])
+def test_encodings_need_yes_to_transcode(tmp_path, name):
+    out = tmp_path / "out.jsonl"
+    without = fix_file(FIXTURES / name, out)
+    assert without.balanced and without.pending["encoding"] >= 1 and without.rows_rejected >= 1
+    with_yes = fix_file(FIXTURES / name, out, yes=True, force=True)
+    assert with_yes.balanced and with_yes.rows_out == 3 and with_yes.rows_rejected == 0
+    rows = read_jsonl(out)
+    assert rows[0]["instruction"] == "如何重置密码？"
+    assert lint_file(out).errors == 0
+
+
+def test_arrays_streams_and_aliases_become_jsonl(tmp_path):
+    out = tmp_path / "arr.jsonl"
+    r = fix_file(FIXTURES / "broken_array.json", out)
+    assert r.balanced and (r.rows_out, r.rows_rejected) == (3, 1)  # the NaN output cannot train
+    assert lint_file(out).errors == 0 and lint_file(out).layout == "jsonl"
+    stream = fix_file(FIXTURES / "pretty_stream.json", tmp_path / "s.jsonl")
+    assert stream.rows_out == 2
+    qa = fix_file(DATA / "qa_pairs.json", tmp_path / "qa.jsonl")
+    assert list(read_jsonl(tmp_path / "qa.jsonl")[0]) == ["question", "answer"]  # renaming needs --yes
+    assert qa.rows_out == 10
+    fix_file(DATA / "qa_pairs.json", tmp_path / "qa2.jsonl", yes=True)
+    assert list(read_jsonl(tmp_path / "qa2.jsonl")[0]) == ["instruction", "input", "output"]
+    sg = fix_file(DATA / "sharegpt_chats.json", tmp_path / "sg.jsonl")
+    assert sg.rows_out == 3 and lint_file(tmp_path / "sg.jsonl").format == "sharegpt"
+
+
+def test_uniform_keys_and_extra_columns_kept(tmp_path):
+    src = tmp_path / "a.jsonl"
+    src.write_text('{"instruction": "q1", "input": "", "output": "answer one here", "id": 7}\n'
+                   '{"instruction": "q2", "output": "answer two here"}\n')
+    out = tmp_path / "o.jsonl"
+    fix_file(src, out)
+    rows = read_jsonl(out)
+    assert [list(r) for r in rows] == [["instruction", "input", "output", "id"]] * 2
+    assert rows[0]["id"] == 7 and rows[1]["id"] is None
+
+
+def test_fix_is_idempotent(tmp_path):
+    first, second = tmp_path / "1.jsonl", tmp_path / "2.jsonl"
+    fix_file(DATA / "support_messy.jsonl", first, yes=True)
+    r = fix_file(first, second, yes=True)
+    assert r.rows_rejected == 0 and first.read_bytes() == second.read_bytes()

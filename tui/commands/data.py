@@ -1,0 +1,373 @@
+"""`devtune data lint|fix|convert|register|stats`: Step 1 without the wizard.
+
+Exit codes: 0 ok, 1 problems found (lint errors, rows waiting for --yes, registration refused),
+2 usage error or unreadable input. The report goes to stdout (`--json`: one JSON object), progress
+to stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from tui.commands.output import emit_json, err
+
+MAX_LISTED = 200
+PROGRESS_MIN_BYTES = 16 << 20
+
+
+def register(sub, add_common) -> list[str]:
+    p = sub.add_parser("data", help="Step 1: lint, fix, convert, register and describe datasets",
+                       description="Preview-free dataset tools for LLaMA-Factory: lint with line numbers, safe "
+                       "fixes into a new file, conversion of chat logs / Q&A / CSV / sharegpt to alpaca JSON Lines, "
+                       "registration in dataset_info.json, statistics.")
+    add_common(p)
+    dsub = p.add_subparsers(dest="data_command", metavar="ACTION", required=True)
+
+    lint = dsub.add_parser("lint", help="check a dataset file against every rule; exit 1 when there are errors")
+    add_common(lint)
+    lint.add_argument("file", metavar="FILE")
+    _scan_options(lint)
+    lint.add_argument("--near-dups", action="store_true", help="also find near duplicates (MinHash; slower)")
+    lint.add_argument("--max-listed", type=int, default=MAX_LISTED, metavar="N",
+                      help=f"findings listed in the text report (default {MAX_LISTED}; --json lists all)")
+    lint.set_defaults(handler=run_lint)
+
+    fix = dsub.add_parser("fix", help="write a fixed copy (never in place) and a rejects file")
+    add_common(fix)
+    fix.add_argument("file", metavar="FILE")
+    fix.add_argument("-o", "--output", required=True, metavar="OUT", help="the fixed JSON Lines file to write")
+    fix.add_argument("--rejects", metavar="REJ", help="rows that could not be kept (default OUT.rejects.jsonl)")
+    fix.add_argument("--yes", action="store_true",
+                     help="also apply the fixes that need a confirmation (transcode, rename keys, numbers to text, "
+                     "drop empty outputs, mask personal data); replaces OUT if it exists")
+    fix.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    fix.add_argument("--json", action="store_true", help="print the summary as JSON")
+    fix.set_defaults(handler=run_fix)
+
+    conv = dsub.add_parser("convert", help="chat log / Q&A text / CSV / sharegpt / messages → alpaca JSON Lines")
+    add_common(conv)
+    conv.add_argument("file", metavar="SRC")
+    conv.add_argument("-o", "--output", required=True, metavar="OUT")
+    conv.add_argument("--from", dest="source_format", default="auto",
+                      choices=("auto", "chatlog", "qa", "csv", "sharegpt", "messages"),
+                      help="the source format (default: detected)")
+    conv.add_argument("--columns", metavar="MAP",
+                      help="CSV columns, e.g. instruction=customer_question,output=agent_reply[,input=context]")
+    conv.add_argument("--rejects", metavar="REJ", help="units that could not be converted (default OUT.rejects.jsonl)")
+    conv.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    conv.add_argument("--json", action="store_true", help="print the summary as JSON")
+    conv.set_defaults(handler=run_convert)
+
+    reg = dsub.add_parser("register", help="add or update the entry in dataset_info.json")
+    add_common(reg)
+    reg.add_argument("file", metavar="FILE")
+    reg.add_argument("--name", required=True, help="the dataset name (what `dataset:` in the train YAML says)")
+    reg.add_argument("--dataset-dir", metavar="DIR", help="where dataset_info.json is (default: WORKSPACE/data)")
+    reg.add_argument("--force", action="store_true",
+                     help="register despite lint errors, or re-point a name registered for another file")
+    reg.add_argument("--json", action="store_true", help="print the result as JSON")
+    reg.set_defaults(handler=run_register)
+
+    stats = dsub.add_parser("stats", help="rows, lengths, tokens, share above cutoff_len, duplicates, languages")
+    add_common(stats)
+    stats.add_argument("file", metavar="FILE")
+    _scan_options(stats)
+    stats.set_defaults(handler=run_stats)
+    return ["data"]
+
+
+def _scan_options(p) -> None:
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--cutoff-len", type=int, default=2048, metavar="N",
+                   help="LLaMA-Factory's cutoff_len: longer rows are truncated (default 2048)")
+    p.add_argument("--tokenizer", metavar="PATH", help="count tokens with this tokenizer (model folder or "
+                   "tokenizer.json) instead of estimating")
+    p.add_argument("--jobs", type=int, default=0, metavar="N",
+                   help="worker processes for big JSON Lines files (default: the number of CPUs, up to 8)")
+
+
+# ------------------------------------------------------------------ helpers
+
+def _path(args, name: str = "file"):
+    """A path as given (relative to the current folder), else relative to the workspace."""
+    from pathlib import Path
+
+    p = Path(getattr(args, name)).expanduser()
+    if not p.is_absolute() and not p.exists() and getattr(args, "workspace", None):
+        from tui.commands.output import workspace
+
+        candidate = workspace(args).abs(p)
+        if candidate.exists() or name != "file":
+            return candidate
+    return p
+
+
+def _jobs(n: int) -> int:
+    return n if n > 0 else max(1, min(8, os.cpu_count() or 1))
+
+
+class _Progress:
+    """A one-line progress bar on stderr, for files big enough to wait for."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.show = size >= PROGRESS_MIN_BYTES
+        self.tty = sys.stderr.isatty()
+        self.last = 0.0
+        self.last_pct = -10
+        self.phase = ""
+
+    def __call__(self, p) -> None:
+        if not self.show:
+            return
+        now = time.monotonic()
+        if p.phase == "scan" and p.total:
+            pct = int(100 * p.done / p.total)
+            if self.tty and now - self.last > 0.2:
+                print(f"\r  {p.phase:<16} {pct:3d}%  {p.done >> 20} / {p.total >> 20} MB", end="", file=sys.stderr)
+                self.last = now
+            elif not self.tty and pct >= self.last_pct + 10:
+                print(f"  {p.phase} {pct}%", file=sys.stderr)
+                self.last_pct = pct
+        elif p.phase != self.phase:
+            print(f"{chr(13) if self.tty else ''}  {p.phase}…" + " " * 40, end="" if self.tty else "\n",
+                  file=sys.stderr)
+        elif p.done and now - self.last > 0.5:
+            print(f"\r  {p.phase:<16} {p.done:,} rows" + " " * 10, end="" if self.tty else "\n", file=sys.stderr)
+            self.last = now
+        self.phase = p.phase
+
+    def done(self) -> None:
+        if self.show and self.tty:
+            print("\r" + " " * 60 + "\r", end="", file=sys.stderr)
+
+
+def _lint(args, path):
+    from core.dataset.lint import LintOptions, lint_file
+
+    size = path.stat().st_size
+    progress = _Progress(size)
+    try:
+        return lint_file(path, LintOptions(cutoff_len=args.cutoff_len, tokenizer=args.tokenizer,
+                                           near_dups=getattr(args, "near_dups", False), jobs=_jobs(args.jobs)),
+                         progress)
+    finally:
+        progress.done()
+
+
+def _unreadable(path, exc) -> int:
+    from core.i18n import _
+
+    err(_("cannot read {path}: {error}", path=path, error=exc.strerror if isinstance(exc, OSError) and exc.strerror
+          else exc))
+    return 2
+
+
+# ------------------------------------------------------------------ lint
+
+def run_lint(args) -> int:
+    from core.dataset.tokens import TokenizerError
+    from core.i18n import _
+
+    path = _path(args)
+    if path.name == "dataset_info.json":
+        return _lint_registry(args, path)
+    try:
+        report = _lint(args, path)
+    except TokenizerError as exc:
+        err(str(exc))
+        return 2
+    except OSError as exc:
+        return _unreadable(path, exc)
+    if args.json:
+        emit_json(report.to_json())
+    else:
+        _print_lint(report, args.max_listed)
+    _save_registered_summary(args, path, report)
+    if report.layout in ("text", "csv", "empty"):
+        return 1
+    return 1 if report.errors else 0
+
+
+def _print_lint(report, max_listed: int) -> None:
+    from collections import Counter
+
+    from core.i18n import _
+
+    print(_("{file}: {rows} rows · {format} · {encoding} ({reason}) · {layout} · {secs:.2f} s", file=report.file,
+            rows=report.rows, format=report.format, encoding=report.encoding, reason=report.encoding_reason,
+            layout=report.layout, secs=report.elapsed))
+    for f in report.findings[:max_listed]:
+        print(f"  {f.severity:<8} {f.rule:<18} {f.message}")
+    rest = report.findings[max_listed:]
+    if rest:
+        by_rule = Counter(f.rule for f in rest)
+        print(_("  … {n} more ({rules}); --json lists them all", n=len(rest),
+                rules=", ".join(f"{r} {c}" for r, c in by_rule.most_common())))
+    c = report.counts
+    fx = report.fixable()
+    print(_("{errors} errors, {warnings} warnings, {info} info · {safe} fixed by `devtune data fix`, {confirm} more "
+            "with --yes", errors=c["error"], warnings=c["warning"], info=c["info"], safe=fx["safe"],
+            confirm=fx["confirm"]))
+    if report.rows:
+        _print_stats_line(report.stats)
+
+
+def _print_stats_line(s) -> None:
+    from core.i18n import _
+
+    langs = " ".join(f"{k} {round(v * 100)}%" for k, v in s.languages.items() if v)
+    print(_("stats: tokens p50 {p50} / p95 {p95} / max {max} ({source}) · {over} rows > cutoff_len {cutoff} · "
+            "{dups} duplicates · {conflicts} conflicts · {langs}", p50=s.tokens["p50"], p95=s.tokens["p95"],
+            max=s.tokens["max"], source=s.token_source, over=s.over_cutoff, cutoff=s.cutoff_len,
+            dups=s.duplicates, conflicts=s.conflicts, langs=langs))
+
+
+def _lint_registry(args, path) -> int:
+    from core.dataset.register import lint_dataset_info
+    from core.i18n import _
+
+    if not path.exists():
+        return _unreadable(path, FileNotFoundError(2, "No such file or directory"))
+    findings = lint_dataset_info(path.parent)
+    if args.json:
+        emit_json({"file": str(path), "rows": None, "format": "dataset_info", "encoding": "utf-8",
+                   "findings": [f.to_json() for f in findings], "stats": None})
+    else:
+        print(_("{file}: dataset registry · {n} findings", file=path, n=len(findings)))
+        for f in findings:
+            print(f"  {f.severity:<8} {f.rule:<18} {f.message}")
+    return 1 if any(f.severity == "error" for f in findings) else 0
+
+
+def _save_registered_summary(args, path, report) -> None:
+    """A lint of a registered dataset refreshes its summary for the later steps."""
+    from core.dataset.register import refresh_summary
+    from tui.commands.output import workspace
+
+    ws = workspace(args)
+    try:
+        if ws.data_dir.is_dir():
+            refresh_summary(report, path, ws.data_dir, ws.root)
+    except OSError:
+        pass
+
+
+# ------------------------------------------------------------------ fix / convert
+
+def run_fix(args) -> int:
+    from core.atomicfile import FileExistsRefused
+    from core.dataset.fix import FixRefused, fix_file
+
+    path, out = _path(args), _path(args, "output")
+    rejects = _path(args, "rejects") if args.rejects else None
+    try:
+        report = fix_file(path, out, rejects=rejects, yes=args.yes, force=args.force or args.yes,
+                          progress=lambda m: print(f"  {m}", file=sys.stderr))
+    except (FixRefused, FileExistsRefused) as exc:
+        err(str(exc))
+        return 2
+    except OSError as exc:
+        return _unreadable(path, exc)
+    if args.json:
+        emit_json(report.to_json())
+    else:
+        print("\n".join(report.lines()))
+    if not report.balanced:  # never expected: say so loudly rather than lose rows silently
+        err(f"internal error: {report.rows_in} rows in but {report.rows_out} + {report.rows_rejected} out")
+        return 2
+    return 1 if report.pending else 0
+
+
+def run_convert(args) -> int:
+    from core.atomicfile import FileExistsRefused
+    from core.dataset.convert import ConvertError, convert_file, parse_columns
+    from core.dataset.fix import FixRefused
+
+    path, out = _path(args), _path(args, "output")
+    rejects = _path(args, "rejects") if args.rejects else None
+    try:
+        report = convert_file(path, out, source_format=args.source_format, columns=parse_columns(args.columns),
+                              rejects=rejects, force=args.force)
+    except (ConvertError, FixRefused, FileExistsRefused) as exc:
+        err(str(exc))
+        return 2
+    except OSError as exc:
+        return _unreadable(path, exc)
+    if args.json:
+        emit_json(report.to_json())
+    else:
+        print("\n".join(report.lines()))
+    return 0 if report.rows_out else 1
+
+
+# ------------------------------------------------------------------ register / stats
+
+def run_register(args) -> int:
+    from core.dataset.register import RegisterError, RegisterRefused, register_dataset
+    from core.i18n import _
+    from tui.commands.output import workspace
+
+    ws = workspace(args)
+    path = _path(args)
+    ddir = _path(args, "dataset_dir") if args.dataset_dir else ws.data_dir
+    try:
+        result = register_dataset(path, args.name, ddir, ws_root=ws.root, force=args.force)
+    except RegisterRefused as exc:
+        err(str(exc))
+        return 1
+    except RegisterError as exc:
+        err(str(exc))
+        return 2
+    except OSError as exc:
+        return _unreadable(path, exc)
+    if args.json:
+        emit_json(result.to_json())
+    else:
+        words = {"added": _("added"), "updated": _("updated"), "unchanged": _("already up to date")}
+        print(_("{name}: {action} in {info} → {entry}", name=result.name, action=words[result.action],
+                info=result.info_file, entry=result.entry))
+        print(_("  {rows} rows · {format} · {errors} errors, {warnings} warnings · use `dataset: {name}` with "
+                "`dataset_dir: {ddir}`", rows=result.report.rows, format=result.report.format,
+                errors=result.report.errors, warnings=result.report.warnings, name=result.name, ddir=ddir))
+    return 0
+
+
+def run_stats(args) -> int:
+    from core.dataset.tokens import TokenizerError
+    from core.i18n import _
+
+    path = _path(args)
+    try:
+        report = _lint(args, path)
+    except TokenizerError as exc:
+        err(str(exc))
+        return 2
+    except OSError as exc:
+        return _unreadable(path, exc)
+    s = report.stats
+    if args.json:
+        emit_json({"file": report.file, "rows": report.rows, "format": report.format, "encoding": report.encoding,
+                   "stats": s.to_json()})
+        return 0
+    print(_("{file}: {rows} rows ({good} can train) · {format} · {encoding}", file=report.file, rows=report.rows,
+            good=s.rows, format=report.format, encoding=report.encoding))
+    print(_("  characters       p50     p90     p95     p99     max"))
+    for name, p in s.fields.items():
+        print(f"  {name:<14} {p['p50']:>6}  {p['p90']:>6}  {p['p95']:>6}  {p['p99']:>6}  {p['max']:>6}")
+    t = s.tokens
+    print(f"  {'tokens':<14} {t['p50']:>6}  {t['p90']:>6}  {t['p95']:>6}  {t['p99']:>6}  {t['max']:>6}  "
+          f"({s.token_source})")
+    print(_("  above cutoff_len {cutoff}: {n} rows ({pct:.1%})", cutoff=s.cutoff_len, n=s.over_cutoff,
+            pct=s.over_cutoff_share))
+    print(_("  duplicates {dups} · conflicting outputs {conflicts}", dups=s.duplicates, conflicts=s.conflicts))
+    print(_("  languages: {langs}", langs=", ".join(f"{k} {v:.0%}" for k, v in s.languages.items())))
+    bins = s.token_bins
+    if bins:
+        top = max(c for _lo, _hi, c in bins) or 1
+        print(_("  tokens per row"))
+        for lo, hi, c in bins:
+            print(f"  {lo:>6}-{hi:<6} {'█' * max(0, round(30 * c / top)):<30} {c}")
+    return 0
