@@ -107,6 +107,7 @@ class TrainScreen(StepScreen):
         self.runs: list = []
         self.run_id: str | None = None
         self.record = None
+        self.snapshot = None  # the latest core.metrics.ProgressSnapshot of the shown run
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="train-bar"):
@@ -143,7 +144,9 @@ class TrainScreen(StepScreen):
     def _runs_listed(self, event: RunsListed) -> None:
         self.runs = event.runs
         select = self.query_one("#train-runs", Select)
-        options = [(f"{r.id}  [{r.status.value}]", r.id) for r in event.runs]
+        from core.runs import status_label
+
+        options = [(f"{r.id}  [{status_label(r.status)}]", r.id) for r in event.runs]
         wanted = event.select if any(r.id == event.select for r in event.runs) else (
             event.runs[0].id if event.runs else None)
         with select.prevent(Select.Changed):
@@ -213,6 +216,7 @@ class TrainScreen(StepScreen):
             return
         u = event.update
         self.record = u.record
+        self.snapshot = u.snapshot
         self._show_progress(u)
         chart = self.query_one(LossChart)
         if u.metrics_changed or event.first:
@@ -234,6 +238,7 @@ class TrainScreen(StepScreen):
         self._refresh_buttons()
 
     def _show_progress(self, u) -> None:
+        from core.runs import status_label
         from core.runwatch import progress_line
 
         snap = u.snapshot
@@ -242,8 +247,7 @@ class TrainScreen(StepScreen):
             bar.update(total=snap.total, progress=snap.step)
         self.query_one("#train-progress", Static).update(progress_line(snap))
         r = u.record
-        state = {"starting": _("starting"), "running": _("running"), "finished": _("finished"),
-                 "failed": _("failed"), "stopped": _("stopped")}[r.status.value]
+        state = status_label(r.status)
         where = f"{r.output_dir or ''}  ·  {r.config or ''}"
         status = _("Run {id}: {state} — {note}", id=r.id, state=state, note=r.note) if r.note else \
             _("Run {id}: {state}", id=r.id, state=state)
@@ -314,13 +318,13 @@ class TrainScreen(StepScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="train-act", description=_("Stopping the run"))
     def stop_run(self, run_id: str) -> None:
-        from core.runs import stop_run
+        from core.runs import status_label, stop_run
 
         def say(text: str) -> None:
             self.app.call_from_thread(self.app.notify, text)
 
         final = stop_run(self.ws, run_id, progress=say)
-        say(_("run {id}: {status}", id=final.id, status=final.status.value))
+        say(_("run {id}: {status}", id=final.id, status=status_label(final.status)))
 
     @on(Button.Pressed, "#train-resume")
     def action_resume(self) -> None:

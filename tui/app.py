@@ -12,14 +12,17 @@ import signal
 import sys
 from typing import Callable, Iterable
 
+from textual import events
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
+from core.i18n import _
 from core.workspace import StateError, StepStatus, WizardState, Workspace
 from screens import steps as step_registry
 
 TERMINAL_CHECK_SECONDS = 5.0
+THEME_ALIASES = {"light": "textual-light", "dark": "textual-dark"}
 
 
 class DevtuneApp(App[int]):
@@ -27,18 +30,20 @@ class DevtuneApp(App[int]):
     CSS_PATH = "app.tcss"
     ENABLE_COMMAND_PALETTE = True
     BINDINGS = [
-        Binding("f1", "help", "Help", id="app.help"),
-        Binding("ctrl+q", "quit", "Quit", priority=True, id="app.quit"),
-        Binding("right_square_bracket", "next_step", "Next step", key_display="]", id="app.next_step"),
-        Binding("left_square_bracket", "prev_step", "Previous step", key_display="[", id="app.prev_step"),
+        Binding("f1", "help", _("Help"), id="app.help"),
+        Binding("ctrl+q", "quit", _("Quit"), priority=True, id="app.quit"),
+        Binding("right_square_bracket", "next_step", _("Next step"), key_display="]", id="app.next_step"),
+        Binding("left_square_bracket", "prev_step", _("Previous step"), key_display="[", id="app.prev_step"),
         *[
-            Binding(str(n), f"goto_step_number({n})", f"Go to step {n}", show=False, id=f"app.step_{n}")
+            Binding(str(n), f"goto_step_number({n})", _("Go to step {n}", n=n), show=False, id=f"app.step_{n}")
             for n in range(1, 7)
         ],
     ]
 
     def __init__(self, ws: Workspace, *, watch_terminal: bool = True) -> None:
         super().__init__()
+        # Slow SSH links: no animations, and no blinking cursor (each blink is a screen update).
+        self.animation_level = "none"
         self.ws = ws
         self.watch_terminal = watch_terminal
         self.state_problem: str | None = None
@@ -49,6 +54,8 @@ class DevtuneApp(App[int]):
             self.state_problem = str(exc)
         for step in step_registry.STEPS:
             self.add_mode(step.id, self._screen_factory(step.id))
+        theme = os.environ.get("DEVTUNE_THEME") or self.state.settings.get("theme")
+        self._initial_theme = THEME_ALIASES.get(theme or "", theme)
 
     @staticmethod
     def _screen_factory(step_id: str) -> Callable[[], Screen]:
@@ -59,6 +66,8 @@ class DevtuneApp(App[int]):
 
     # lifecycle
     def on_mount(self) -> None:
+        if self._initial_theme in self.available_themes:
+            self.theme = self._initial_theme
         self.ws.ensure()
         self.sub_title = str(self.ws.root)
         steps = step_registry.STEPS
@@ -69,6 +78,15 @@ class DevtuneApp(App[int]):
             self.notify(self.state_problem, severity="warning", timeout=10)
         if self.watch_terminal:
             self._watch_terminal()
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        if getattr(event.widget, "cursor_blink", False):
+            event.widget.cursor_blink = False
+
+    def watch_theme(self, theme: str) -> None:
+        """Remember a theme chosen in the command palette for the next time this workspace opens."""
+        if self.is_mounted and self.state.settings.get("theme") != theme:
+            self._update_state(lambda s: s.settings.__setitem__("theme", theme))
 
     def _watch_terminal(self) -> None:
         """Quit when the terminal goes away (SSH drop): no orphan UI spinning on a dead TTY."""
@@ -110,7 +128,7 @@ class DevtuneApp(App[int]):
         mutate(self.state)
         self._refresh_stepper()
         self.run_worker(lambda: self._persist(mutate), thread=True, group="state",
-                        exit_on_error=False, description="saving the workspace state")
+                        exit_on_error=False, description=_("saving the workspace state"))
 
     def _persist(self, mutate: Callable[[WizardState], None]) -> None:
         # read-modify-write under the workspace lock, so a CLI command running meanwhile is not clobbered
@@ -158,16 +176,16 @@ class DevtuneApp(App[int]):
 
         here = [a.binding for a in self.screen.active_bindings.values() if a.node is not self]
         self.push_screen(HelpScreen([
-            ("This step", binding_rows(here)),
-            ("Everywhere", binding_rows(list(self.BINDINGS)) + [("1-6", "Go to step 1-6")]),
+            (_("This step"), binding_rows(here)),
+            (_("Everywhere"), binding_rows(list(self.BINDINGS)) + [("1-6", _("Go to step 1-6"))]),
         ]))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         for n, step in enumerate(step_registry.STEPS, 1):
-            yield SystemCommand(f"Go to step {n}: {step.title}", step.blurb,
+            yield SystemCommand(_("Go to step {n}: {title}", n=n, title=step.title), step.blurb,
                                 lambda sid=step.id: self.action_goto_step(sid))
-        yield SystemCommand("Help: keys", "Show every key binding", self.action_help)
+        yield SystemCommand(_("Help: keys"), _("Show every key binding"), self.action_help)
         # every action bound on the current step, so nothing is reachable by key only
         seen = set()
         for key, active in screen.active_bindings.items():
@@ -177,6 +195,6 @@ class DevtuneApp(App[int]):
             seen.add(binding.action)
             yield SystemCommand(
                 binding.description,
-                binding.tooltip or f"key: {binding.key_display or key}",
+                binding.tooltip or _("key: {key}", key=binding.key_display or key),
                 lambda node=active.node, action=binding.action: self.run_action(action, node),
             )

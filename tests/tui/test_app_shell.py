@@ -125,3 +125,29 @@ async def test_unreadable_state_is_reported(workspace, two_steps):
     assert app.state_problem and "kept" in app.state_problem
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_until(pilot, lambda: app.screen.query_one("#first-body"))
+
+
+async def test_light_theme_and_no_animation_or_blink(workspace, two_steps, monkeypatch):
+    from textual.widgets import Input
+
+    monkeypatch.setenv("DEVTUNE_THEME", "light")
+    app = DevtuneApp(workspace, watch_terminal=False)
+    assert app.animation_level == "none"
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: app.screen.query_one("#first-body"))
+        assert app.theme == "textual-light"
+        field = Input()
+        await app.screen.query_one("#step-body").mount(field)
+        field.focus()
+        await wait_until(pilot, lambda: field.has_focus and field.cursor_blink is False)
+
+
+async def test_a_theme_chosen_in_the_palette_is_remembered(workspace, two_steps):
+    app = DevtuneApp(workspace, watch_terminal=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: app.screen.query_one("#first-body"))
+        app.theme = "textual-light"
+        await wait_until(pilot, lambda: workspace.load_state().settings.get("theme") == "textual-light")
+    again = DevtuneApp(workspace, watch_terminal=False)
+    async with again.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: again.theme == "textual-light")

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
+from core.i18n import _
 from tui.commands.output import err, workspace
 
 
 def run_wizard(args) -> int:
     ws = workspace(args)
     if ws.root.exists() and not ws.root.is_dir():
-        err(f"{ws.root} is a file; give a workspace folder")
+        err(_("{path} is a file; give a workspace folder", path=ws.root))
         return 2
     if not sys.stdout.isatty() or not sys.stdin.isatty():
-        err("the wizard needs a terminal; use the subcommands (devtune --help) in scripts")
+        err(_("the wizard needs a terminal; use the subcommands (devtune --help) in scripts"))
         return 2
+    # Over slow SSH links fewer frames is better; Textual reads this when it is imported.
+    os.environ.setdefault("TEXTUAL_FPS", "30")
     from tui.app import DevtuneApp
 
     app = DevtuneApp(ws)
