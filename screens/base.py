@@ -10,6 +10,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
+from core.i18n import _
 from tui.widgets.stepper import Stepper
 
 
@@ -31,6 +32,9 @@ class StepScreen(Screen):
     }
     StepScreen .step-error.-visible {
         display: block;
+    }
+    StepScreen.-short .step-intro {
+        display: none;
     }
     """
 
@@ -59,6 +63,11 @@ class StepScreen(Screen):
     def on_screen_resume(self) -> None:
         self.query_one(Stepper).refresh_steps()
 
+    def on_resize(self, event) -> None:
+        """On a short terminal (80x24 over SSH) the intro line gives its room to the step itself."""
+        self.set_class(event.size.height < 30, "-short")
+        self.set_class(event.size.width < 100, "-narrow")
+
     def set_status(self, status: str, summary: str = "") -> None:
         """Record this step's state (not_started / attention / done) and redraw the stepper."""
         self.app.set_step_status(self.STEP_ID, status, summary)
@@ -74,6 +83,6 @@ class StepScreen(Screen):
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR:
             error = event.worker.error
-            what = event.worker.description or event.worker.name or "background work"
-            self.show_error(f"{what} failed: {type(error).__name__}: {error}")
-            self.app.notify(f"{what} failed: {error}", severity="error", timeout=8)
+            what = event.worker.description or event.worker.name or _("background work")
+            self.show_error(_("{what} failed: {kind}: {error}", what=what, kind=type(error).__name__, error=error))
+            self.app.notify(_("{what} failed: {error}", what=what, error=error), severity="error", timeout=8)

@@ -283,7 +283,8 @@ class ConfigScreen(StepScreen):
             else _("# DeepSpeed is off")))
         files.show("preview-command", "\n".join(
             [_("# run from the workspace root: cd {root}", root=self.ws.root)]
-            + [(f"# node {c.node_rank}\n" if len(shown.commands) > 1 else "") + c.text for c in shown.commands]))
+            + [(_("# node {rank}", rank=c.node_rank) + "\n" if len(shown.commands) > 1 else "") + c.text
+               for c in shown.commands]))
 
     # actions
     def action_save(self) -> None:

@@ -162,7 +162,7 @@ class DataScreen(StepScreen):
         self.query_one(DataFindings).show([])
         self._open(self.path)
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="data-open", description="Opening the file")
+    @work(thread=True, exclusive=True, exit_on_error=False, group="data-open", description=_("Opening the file"))
     def _open(self, path: Path) -> None:
         from core.dataset.preview import Preview
 
@@ -249,7 +249,7 @@ class DataScreen(StepScreen):
         self.query_one("#data-file-info", Static).update(_("linting {name}…", name=self.path.name))
         self._lint(self.path)
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="data-lint", description="Linting the file")
+    @work(thread=True, exclusive=True, exit_on_error=False, group="data-lint", description=_("Linting the file"))
     def _lint(self, path: Path) -> None:
         import os
 
@@ -340,7 +340,8 @@ class DataScreen(StepScreen):
             return
         self._act(event, path)
 
-    @work(thread=True, exclusive=False, exit_on_error=False, group="data-act", description="Fix / convert / register")
+    @work(thread=True, exclusive=False, exit_on_error=False, group="data-act",
+          description=_("Fix / convert / register"))
     def _act(self, req: DataActions.Requested, path: Path) -> None:
         from core.dataset import actions
 

@@ -127,7 +127,7 @@ class DoctorScreen(StepScreen):
         self._summary(_("probing this machine..."))
         self.run_all(os.environ.get(REPLAY_ENV) or None)
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="doctor", description="Running the doctor")
+    @work(thread=True, exclusive=True, exit_on_error=False, group="doctor", description=_("Running the doctor"))
     def run_all(self, replay_folder: str | None) -> None:
         from core.doctor.evidence import Evidence
         from core.doctor.runner import CheckJudged, DoctorFinished, ProbeFinished, iter_doctor
@@ -170,7 +170,7 @@ class DoctorScreen(StepScreen):
         self._show_selected()
         self.rerun(ids)
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="doctor-recheck", description="Re-running checks")
+    @work(thread=True, exclusive=True, exit_on_error=False, group="doctor-recheck", description=_("Re-running checks"))
     def rerun(self, check_ids: list[str]) -> None:
         from core.doctor.registry import get_verdict
         from core.doctor.runner import CheckJudged, DoctorFinished, iter_doctor
@@ -286,7 +286,7 @@ class DoctorScreen(StepScreen):
             return
         self.save(self.report, self.evidence)
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="doctor-save", description="Saving the report")
+    @work(thread=True, exclusive=True, exit_on_error=False, group="doctor-save", description=_("Saving the report"))
     def save(self, report, evidence) -> None:
         from core.doctor.report import save_report
 

@@ -117,7 +117,9 @@ class MergeScreen(StepScreen):
 
     def on_merge_screen_runs(self, message: Runs) -> None:
         select = self.query_one("#merge-run", Select)
-        select.set_options([(f"{r.id} · {r.status.value}", r.id) for r in message.runs])
+        from core.runs import status_label
+
+        select.set_options([(f"{r.id} · {status_label(r.status)}", r.id) for r in message.runs])
         if message.chosen:
             select.value = message.chosen
         if not message.runs:
@@ -246,16 +248,20 @@ class MergeScreen(StepScreen):
 
     def on_merge_screen_progressed(self, message: Progressed) -> None:
         self.query_one("#merge-progress", ProgressBar).update(progress=message.fraction)
-        self.query_one("#merge-stage", Label).update(f"{message.stage}: {message.detail[:100]}")
+        from core.export import stage_label
+
+        self.query_one("#merge-stage", Label).update(f"{stage_label(message.stage)}: {message.detail[:100]}")
         if message.lines:
             self.query_one("#merge-log", Log).write_lines([line[-300:] for line in message.lines])
 
     def on_merge_screen_checked(self, message: Checked) -> None:
+        from core.export_check import verdict_label
+
         report = message.report
         self.query_one(ExportReportView).show_report(report)
         self.query_one("#merge-progress", ProgressBar).update(progress=1.0)
         self.query_one("#merge-stage", Label).update(_("checked {dir}: {verdict}", dir=report.export_dir,
-                                                       verdict=report.verdict))
+                                                       verdict=verdict_label(report.verdict)))
         if report.verdict == "error":
             self.set_status("attention", _("{dir}: the check found a problem", dir=report.export_dir))
         else:

@@ -122,9 +122,9 @@ class PlaygroundScreen(StepScreen):
                 with TabPane(_("Chat"), id="pg-tab-chat"):
                     yield Input(placeholder=_("system prompt"), id="pg-system")
                     with Horizontal(id="pg-params"):
-                        yield Input("0.7", placeholder="temperature", id="pg-temperature", type="number")
+                        yield Input("0.7", placeholder=_("temperature"), id="pg-temperature", type="number")
                         yield Input("1.0", placeholder="top_p", id="pg-top-p", type="number")
-                        yield Input("256", placeholder="max tokens", id="pg-max-tokens", type="integer")
+                        yield Input("256", placeholder=_("max tokens"), id="pg-max-tokens", type="integer")
                         yield Input(placeholder=_("stop (comma-separated)"), id="pg-stop-seq")
                     with Horizontal(id="pg-transcripts"):
                         yield ChatTranscript(_("model"), empty=_("Start or choose a server, then ask below."),
@@ -152,7 +152,9 @@ class PlaygroundScreen(StepScreen):
 
     def on_playground_screen_servers(self, message: Servers) -> None:
         self.records = {r.id: r for r in message.servers}
-        options = [(f"{r.id} ({r.status})", r.id) for r in message.servers]
+        from core.serve import status_label
+
+        options = [(f"{r.id} ({status_label(r.status)})", r.id) for r in message.servers]
         for select_id in ("#pg-server", "#pg-compare"):
             self.query_one(select_id, Select).set_options(options)
         if message.select in self.records:
@@ -272,10 +274,11 @@ class PlaygroundScreen(StepScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="pg-stop", description=_("Stopping the server"))
     def stop(self, server_id: str) -> None:
-        from core.serve import stop_server
+        from core.serve import status_label, stop_server
 
         record = stop_server(self.ws, server_id)
-        self.post_message(self.ServerLog([_("server {id}: {status}", id=record.id, status=record.status)]))
+        self.post_message(self.ServerLog([_("server {id}: {status}", id=record.id,
+                                            status=status_label(record.status))]))
         self.app.call_from_thread(self.load_servers)
 
     # ------------------------------------------------------------ chat

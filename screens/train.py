@@ -74,6 +74,19 @@ class TrainScreen(StepScreen):
         height: 8;
         border: round $panel;
     }
+    TrainScreen.-short #train-log {
+        height: 5;
+    }
+    TrainScreen.-narrow GpuPanel {
+        display: none;
+    }
+    TrainScreen.-narrow.-show-gpus GpuPanel {
+        display: block;
+        width: 1fr;
+    }
+    TrainScreen.-narrow.-show-gpus LossChart {
+        display: none;
+    }
     """
     BINDINGS = [
         Binding("s", "start", _("Start run"), id="train.start", tooltip=_("start training with the current config")),
@@ -84,6 +97,8 @@ class TrainScreen(StepScreen):
         Binding("d", "diagnose", _("Diagnose"), id="train.diagnose",
                 tooltip=_("explain what went wrong in the selected run, with the fix")),
         Binding("f5", "refresh_runs", _("Refresh runs"), key_display="F5", id="train.refresh"),
+        Binding("g", "toggle_gpus", _("Chart / GPUs"), id="train.toggle_gpus",
+                tooltip=_("on a narrow terminal, show the GPU panels instead of the chart (and back)")),
     ]
 
     @dataclass
@@ -127,6 +142,9 @@ class TrainScreen(StepScreen):
 
     def on_mount(self) -> None:
         self.load_runs(select=self.state.active_run)
+
+    def action_toggle_gpus(self) -> None:
+        self.toggle_class("-show-gpus")
 
     def on_screen_resume(self) -> None:
         super().on_screen_resume()
@@ -255,6 +273,7 @@ class TrainScreen(StepScreen):
 
     def _show_gpus(self, u, first: bool) -> None:
         panel = self.query_one(GpuPanel)
+        panel.live = u.record.active
         status = u.gpu_status or {}
         if first and u.gpu_samples:
             panel.load_history(u.gpu_samples, status.get("reason"))

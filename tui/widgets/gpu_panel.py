@@ -28,8 +28,25 @@ EIGHTHS = " ▏▎▍▌▋▊▉█"
 GIB = 1024 ** 3
 # (warning, error) thresholds per sensor, °C: hotspot throttles near 100-110 on MI300X, edge lower
 TEMP_LIMITS = {"edge": (80, 90), "hotspot": (90, 100), "mem": (85, 95), "gpu": (80, 87)}
-SENSOR_LABELS = {"edge": "edge", "hotspot": "hotspot", "mem": "mem", "gpu": ""}
 STALE_AFTER = 10.0  # seconds without a new sample before the panel says the numbers are old
+
+
+def sensor_label(sensor: str) -> str:
+    """The temperature sensor's name as shown after the degrees ("" for NVIDIA's single sensor)."""
+    known = {"edge": _("edge"), "hotspot": _("hotspot"), "mem": _("mem"), "gpu": ""}
+    return known.get(sensor, sensor)
+
+
+def coarse_age(seconds: float) -> str:
+    """90 -> "90 s", 600 -> "10 min", 7200 -> "2 h", 200000 -> "2 d"."""
+    seconds = int(seconds)
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min"
+    if seconds < 172800:
+        return f"{seconds // 3600} h"
+    return f"{seconds // 86400} d"
 
 
 def bar(fraction: float | None, width: int) -> str:
@@ -66,6 +83,7 @@ class GpuPanel(Static):
         self.reason: str = ""
         self.no_gpu = False
         self.last_update: float | None = None
+        self.live = True  # samples are expected to keep coming (False: the history of a run that ended)
 
     # ------------------------------------------------------------------ input
     def update_samples(self, samples: list[GpuSample], reason: str | None = None) -> None:
@@ -79,7 +97,7 @@ class GpuPanel(Static):
         for s in self.samples:
             self.history.setdefault(s.index, deque(maxlen=HISTORY)).append(s.util_pct)
         self.last_update = max(s.ts for s in samples)
-        self._redraw()
+        self.redraw()
 
     def load_history(self, samples: list[GpuSample], reason: str | None = None) -> None:
         """The recent past of a re-attached run (read_history): fills the sparklines, shows the last tick."""
@@ -93,17 +111,17 @@ class GpuPanel(Static):
             self.update_samples(ticks[-1], reason)
         elif reason is not None:
             self.reason = reason
-            self._redraw()
+            self.redraw()
 
     def set_no_gpu(self, reason: str = "") -> None:
         self.no_gpu, self.reason, self.samples = True, reason, []
-        self._redraw()
+        self.redraw()
 
     # ------------------------------------------------------------------ drawing
     def on_resize(self) -> None:
-        self._redraw()
+        self.redraw()
 
-    def _redraw(self) -> None:
+    def redraw(self) -> None:
         if self.is_mounted:
             self.update(self.render_panel(self.content_size.width or 100))
 
@@ -124,7 +142,7 @@ class GpuPanel(Static):
 
     def _header(self, width: int, now: float | None) -> Content:
         names = sorted({s.name for s in self.samples})
-        what = f"{len(self.samples)} × {names[0]}" if len(names) == 1 else f"{len(self.samples)} GPUs"
+        what = f"{len(self.samples)} × {names[0]}" if len(names) == 1 else _("{n} GPUs", n=len(self.samples))
         cards = {s.card for s in self.samples if s.card is not None}
         if cards:
             what += " " + _("({cards} cards, {n} GCDs)", cards=len(cards), n=len(self.samples))
@@ -132,8 +150,8 @@ class GpuPanel(Static):
         if self.reason:
             parts.append(Content.styled(f"  · {self.reason}"[: max(0, width - len(what) - 2)], "$text-muted"))
         age = (now if now is not None else time.time()) - (self.last_update or 0)
-        if self.last_update is not None and age > STALE_AFTER:
-            parts.append(Content.styled("  " + _("last sample {seconds} s ago", seconds=int(age)), "$warning"))
+        if self.live and self.last_update is not None and age > STALE_AFTER:
+            parts.append(Content.styled("  " + _("last sample {age} ago", age=coarse_age(age)), "$warning"))
         return Content("").join(parts)
 
     def _gpu_lines(self, s: GpuSample, width: int) -> list[Content]:
@@ -141,7 +159,7 @@ class GpuPanel(Static):
         if s.temp_c is not None:
             warn, error = TEMP_LIMITS.get(s.temp_sensor or "", (85, 95))
             style = "bold $error" if s.temp_c >= error else "$warning" if s.temp_c >= warn else ""
-            label = SENSOR_LABELS.get(s.temp_sensor or "", s.temp_sensor or "")
+            label = sensor_label(s.temp_sensor or "")
             vitals.append(Content.styled(f"  {s.temp_c:.0f}°C", style))
             if label:
                 vitals.append(Content.styled(f" {label}", "$text-muted"))
