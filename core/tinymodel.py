@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from core.i18n import _
+
 SPECIAL_TOKENS = (
     "<|begin_of_text|>",
     "<|end_of_text|>",
@@ -79,12 +81,12 @@ def build_tiny_model(out_dir: Path, corpus_dir: Path, spec: TinyModelSpec = Tiny
     say = progress or (lambda _msg: None)
     out_dir = Path(out_dir)
     if out_dir.exists() and any(out_dir.iterdir()):
-        raise FileExistsError(f"{out_dir} is not empty; remove it or choose another folder")
+        raise FileExistsError(_("{path} is not empty; remove it or choose another folder", path=out_dir))
     texts = corpus_texts(Path(corpus_dir))
     if not texts:
-        raise FileNotFoundError(f"no sample text found in {corpus_dir} to train the tokenizer on")
+        raise FileNotFoundError(_("no sample text found in {path} to train the tokenizer on", path=corpus_dir))
 
-    say("training the byte-level BPE tokenizer")
+    say(_("training the byte-level BPE tokenizer"))
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
     tok = Tokenizer(models.BPE())
@@ -102,7 +104,7 @@ def build_tiny_model(out_dir: Path, corpus_dir: Path, spec: TinyModelSpec = Tiny
         single=f"{bos} $A", pair=f"{bos} $A {bos} $B", special_tokens=[(bos, tok.token_to_id(bos))]
     )
 
-    say("building the LLaMA model")
+    say(_("building the LLaMA model"))
     import torch
     from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
@@ -149,7 +151,7 @@ def build_tiny_model(out_dir: Path, corpus_dir: Path, spec: TinyModelSpec = Tiny
         "spec": spec.__dict__,
         "weights_sha256": file_sha256(out_dir / "model.safetensors"),
     }, indent=2) + "\n")
-    say(f"tiny model ready in {out_dir}")
+    say(_("tiny model ready in {path}", path=out_dir))
     return out_dir
 
 

@@ -7,7 +7,8 @@ The environment devtune adds (and records in run.json) is the config's launch en
   LLaMA-Factory stop after the step and save the adapter;
 - PYTHONUNBUFFERED=1, so stdout reaches the log as it happens;
 - PATH with the environment's bin first, so DeepSpeed's launcher finds `torchrun`;
-- HF_DATASETS_CACHE and TORCH_EXTENSIONS_DIR inside the workspace, unless already set.
+- HF_DATASETS_CACHE and TORCH_EXTENSIONS_DIR inside the workspace, unless already set;
+- DS_ACCELERATOR=cpu on a machine without a GPU.
 
 Secrets such as HF_TOKEN are inherited by the trainer but never recorded.
 """
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from core.i18n import _
 from core.runs import RunRecord, list_runs, start_run
+from core.torch_build import detect_hardware
 from core.workspace import Workspace
 
 
@@ -43,6 +45,8 @@ def training_env(ws: Workspace, spec_env: dict[str, str], output_dir: str) -> di
         env["HF_DATASETS_CACHE"] = str(ws.cache_dir / "datasets")
     if "TORCH_EXTENSIONS_DIR" not in os.environ:
         env["TORCH_EXTENSIONS_DIR"] = str(ws.cache_dir / "torch_extensions")
+    if "DS_ACCELERATOR" not in os.environ and detect_hardware().kind == "cpu":
+        env["DS_ACCELERATOR"] = "cpu"  # said up front, instead of DeepSpeed warning about it in the log
     return env
 
 
