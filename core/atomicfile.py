@@ -13,12 +13,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Iterator
 
+from core.i18n import _
+
 
 class FileExistsRefused(FileExistsError):
     """Raised when a write would replace an existing file and overwriting was not asked for."""
 
     def __init__(self, path: Path):
-        super().__init__(f"{path} already exists; choose another name or pass --force to replace it")
+        super().__init__(_("{path} already exists; choose another name or pass --force to replace it", path=path))
         self.path = path
 
 

@@ -15,6 +15,8 @@ import json
 import re
 from typing import Any
 
+from core.i18n import _
+
 _BASE: dict[str, Any] = {
     "train_batch_size": "auto",
     "train_micro_batch_size_per_gpu": "auto",
@@ -42,9 +44,9 @@ def ds_filename(stage: int, offload: bool = False) -> str:
 def ds_config(stage: int, offload: bool = False) -> dict[str, Any]:
     """The config dict for ZeRO stage 0, 2 or 3 (offload: not for stage 0)."""
     if stage not in (0, 2, 3):
-        raise ValueError(f"ZeRO stage must be 0, 2 or 3, not {stage}")
+        raise ValueError(_("ZeRO stage must be 0, 2 or 3, not {stage}", stage=stage))
     if offload and stage == 0:
-        raise ValueError("CPU offload needs ZeRO stage 2 or 3")
+        raise ValueError(_("CPU offload needs ZeRO stage 2 or 3"))
     zero: dict[str, Any] = {"stage": stage}
     if stage in (0, 2):
         if offload:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from core.i18n import _
 from core.workspace import Workspace
 
 SAMPLES_DIR = Path(__file__).resolve().parent.parent / "data"
@@ -27,23 +28,25 @@ class DemoReport:
     model_built: bool = False
 
     def lines(self) -> list[str]:
-        out = [f"demo workspace: {self.workspace}"]
+        out = [_("demo workspace: {path}", path=self.workspace)]
         if self.copied:
-            out.append(f"  sample data copied: {', '.join(self.copied)}")
+            out.append("  " + _("sample data copied: {files}", files=", ".join(self.copied)))
         if self.unchanged:
-            out.append(f"  sample data already there: {', '.join(self.unchanged)}")
+            out.append("  " + _("sample data already there: {files}", files=", ".join(self.unchanged)))
         if self.kept_edited:
-            out.append(f"  kept your edited files (not overwritten): {', '.join(self.kept_edited)}")
+            out.append("  " + _("kept your edited files (not overwritten): {files}", files=", ".join(self.kept_edited)))
         if self.model_dir:
-            verb = "built" if self.model_built else "already built"
-            out.append(f"  tiny model {verb}: {self.model_dir}")
+            if self.model_built:
+                out.append("  " + _("tiny model built: {path}", path=self.model_dir))
+            else:
+                out.append("  " + _("tiny model already built: {path}", path=self.model_dir))
         return out
 
 
 def sample_files(samples_dir: Path = SAMPLES_DIR) -> list[Path]:
     if not samples_dir.is_dir():
-        raise FileNotFoundError(f"devtune's sample data folder {samples_dir} is missing; "
-                                "run devtune from its source checkout (make demo installs it editable)")
+        raise FileNotFoundError(_("devtune's sample data folder {path} is missing; run devtune from its source "
+                                  "checkout (make demo installs it editable)", path=samples_dir))
     return sorted(p for p in samples_dir.iterdir() if p.is_file() and p.suffix.lower() in SAMPLE_SUFFIXES)
 
 
@@ -72,7 +75,7 @@ def seed_demo(ws: Workspace, *, with_model: bool = True,
             try:
                 build_tiny_model(model_dir, SAMPLES_DIR, progress=say)
             except ImportError as exc:
-                raise ValueError(f"building the tiny model needs the training stack ({exc.name} is missing); "
-                                 "run `make demo`, which installs it") from exc
+                raise ValueError(_("building the tiny model needs the training stack ({name} is missing); "
+                                   "run `make demo`, which installs it", name=exc.name)) from exc
             report.model_built = True
     return report

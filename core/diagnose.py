@@ -161,7 +161,8 @@ def _rank(found: dict[str, tuple[list[Evidence], float]], exit_code: int | None,
             continue
         score = rule.weight + 8 * pos
         if by_exit:
-            evidence = evidence + [Evidence("exit status", None, _("the trainer exited with {code}", code=exit_code))]
+            evidence = evidence + [Evidence(_("exit status"), None,
+                                            _("the trainer exited with {code}", code=exit_code))]
             score += 4 if len(evidence) > 1 else -5
         out.append(Diagnosis(rule.id, rule.title, rule.explanation, rule.fix, list(rule.commands), evidence, score))
     present = {d.id for d in out}
@@ -171,7 +172,8 @@ def _rank(found: dict[str, tuple[list[Evidence], float]], exit_code: int | None,
         out.append(Diagnosis("unexplained-failure", _("The run failed with exit code {code}", code=exit_code),
                              _("No known error pattern is in the logs."),
                              _("Read the last lines of stderr.log; the Python traceback's last line names the error."),
-                             [], [Evidence("exit status", None, _("the trainer exited with {code}", code=exit_code))],
+                             [], [Evidence(_("exit status"), None,
+                                           _("the trainer exited with {code}", code=exit_code))],
                              1.0))
     out.sort(key=lambda d: -d.score)
     return out

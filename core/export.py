@@ -281,6 +281,13 @@ def start_export(ws: Workspace, plan: ExportPlan, *, force: bool = False, config
 STAGES = ("starting", "loading", "merging", "converting", "writing", "tokenizer", "done")
 _STAGE_SPAN = {"starting": (0.0, 0.02), "loading": (0.02, 0.30), "merging": (0.30, 0.45),
                "converting": (0.45, 0.50), "writing": (0.50, 0.95), "tokenizer": (0.95, 1.0), "done": (1.0, 1.0)}
+def stage_label(stage: str) -> str:
+    """An export stage (or "check", the merged folder's check) in words for people."""
+    return {"starting": _("starting"), "loading": _("loading"), "merging": _("merging"),
+            "converting": _("converting"), "writing": _("writing"), "tokenizer": _("tokenizer"),
+            "done": _("done"), "check": _("check")}.get(stage, stage)
+
+
 _TQDM = re.compile(r"(Loading weights|Writing model shards)[^|]*\|[^|]*\|\s*(\d+)/(\d+)")
 _MARKS = (
     ("tokenizer", ("Ollama modelfile saved", "tokenizer config file saved", "Model weights saved in")),

@@ -36,6 +36,11 @@ TOLERANCE = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 4e-2}  # max |Δlogit
 OK, WARN, FAIL = "ok", "warning", "error"
 
 
+def verdict_label(verdict: str) -> str:
+    """A check's verdict (ok / warning / error) in words for people; JSON keeps the value."""
+    return {OK: _("ok"), WARN: _("warning"), FAIL: _("error")}.get(verdict, verdict)
+
+
 class Finding(BaseModel):
     level: str  # ok | warning | error
     what: str
@@ -173,7 +178,7 @@ def _run_probe(args: list[str], timeout: float = 600) -> dict:
     marker = "@@devtune-json@@"
     if proc.returncode != 0 or marker not in proc.stdout:
         tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-6:])
-        raise RuntimeError(tail or f"exit code {proc.returncode}")
+        raise RuntimeError(tail or _("exit code {code}", code=proc.returncode))
     return json.loads(proc.stdout.rsplit(marker, 1)[1])
 
 

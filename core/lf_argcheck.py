@@ -62,7 +62,8 @@ def check_with_llamafactory(args: dict[str, Any], *, cwd: Path, distributed: boo
     line = next((ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith(MARK)), None)
     if line is None:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        return LfCheck(ran=False, version=version, reason=" | ".join(tail) or f"exit code {proc.returncode}")
+        return LfCheck(ran=False, version=version,
+                       reason=" | ".join(tail) or _("exit code {code}", code=proc.returncode))
     data = json.loads(line[len(MARK):])
     return LfCheck(ran=True, version=version, **data)
 

@@ -44,6 +44,13 @@ class RunStatus(str, Enum):
 
 
 ACTIVE = (RunStatus.STARTING, RunStatus.RUNNING)
+
+
+def status_label(status: RunStatus | str) -> str:
+    """A run's status in words for people (the value itself stays in JSON and in the CLI's tables)."""
+    value = status.value if isinstance(status, RunStatus) else str(status)
+    return {"starting": _("starting"), "running": _("running"), "finished": _("finished"),
+            "failed": _("failed"), "stopped": _("stopped")}.get(value, value)
 GRACEFUL_SIGNAL = signal.SIGABRT  # LLaMA-Factory's LogCallback stops after the step and saves (LLAMABOARD_ENABLED)
 
 

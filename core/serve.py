@@ -36,6 +36,12 @@ from core.workspace import Workspace
 
 STARTING, READY, FAILED, STOPPED, EXITED = "starting", "ready", "failed", "stopped", "exited"
 LIVE = (STARTING, READY)
+
+
+def status_label(status: str) -> str:
+    """A server's status in words for people (JSON and `devtune servers` keep the value)."""
+    return {STARTING: _("starting"), READY: _("ready"), FAILED: _("failed"), STOPPED: _("stopped"),
+            EXITED: _("exited")}.get(status, status)
 KEY_FILE = "api_key"
 
 

@@ -72,7 +72,7 @@ def supervise(directory: Path) -> int:
         except OSError as exc:
             from core.i18n import _
 
-            err.write(f"devtune: cannot start {record.argv[0]}: {exc}\n".encode())
+            err.write(("devtune: " + _("cannot start {cmd}: {error}", cmd=record.argv[0], error=exc) + "\n").encode())
             update_record(directory, status=RunStatus.FAILED, exit_code=127, ended=time.time(),
                           note=_("could not start {cmd}: {error}", cmd=record.argv[0], error=str(exc)))
             return 127

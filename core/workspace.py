@@ -24,6 +24,7 @@ from typing import Callable, Iterator
 from pydantic import BaseModel, Field, ValidationError
 
 from core.atomicfile import write_atomic
+from core.i18n import _
 
 SCHEMA_VERSION = 1
 STEP_IDS = ("data", "doctor", "config", "train", "merge", "playground")
@@ -129,7 +130,7 @@ class Workspace:
 
     def ensure(self) -> "Workspace":
         if self.root.exists() and not self.root.is_dir():
-            raise NotADirectoryError(f"workspace {self.root} is a file, not a folder")
+            raise NotADirectoryError(_("workspace {path} is a file, not a folder", path=self.root))
         for d in (self.data_dir, self.configs_dir, self.saves_dir, self.exports_dir,
                   self.runs_dir, self.servers_dir):
             d.mkdir(parents=True, exist_ok=True)
@@ -170,17 +171,18 @@ class Workspace:
         except ValidationError as exc:
             version = _peek_version(raw)
             if version is not None and version > SCHEMA_VERSION:
-                raise StateFromNewerDevtune(
-                    f"{self.state_file} was written by a newer devtune (schema {version}, this one reads "
-                    f"{SCHEMA_VERSION}); upgrade devtune or use another workspace"
-                ) from exc
+                raise StateFromNewerDevtune(_(
+                    "{path} was written by a newer devtune (schema {version}, this one reads {ours}); "
+                    "upgrade devtune or use another workspace", path=self.state_file, version=version,
+                    ours=SCHEMA_VERSION)) from exc
             kept = self.state_file.with_name(f"state.json.unreadable-{int(time.time())}")
             os.replace(self.state_file, kept)
-            raise StateUnreadable(f"{self.state_file} could not be read ({exc.errors()[0]['msg']}); "
-                             f"it was kept as {kept.name} and a fresh state started") from exc
+            raise StateUnreadable(_("{path} could not be read ({error}); it was kept as {kept} and a fresh state "
+                                    "started", path=self.state_file, error=exc.errors()[0]["msg"],
+                                    kept=kept.name)) from exc
         if state.schema_version > SCHEMA_VERSION:
-            raise StateFromNewerDevtune(
-                f"{self.state_file} was written by a newer devtune (schema {state.schema_version})")
+            raise StateFromNewerDevtune(_("{path} was written by a newer devtune (schema {version})",
+                                          path=self.state_file, version=state.schema_version))
         return state
 
     def save_state(self, state: WizardState) -> None:

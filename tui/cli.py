@@ -1,8 +1,12 @@
 """The `devtune` command: the wizard, and one headless subcommand per step.
 
-Start-up is kept light on purpose: this module imports only argparse, and each step's commands
-(`tui/commands/<step>.py`) register their arguments with argparse alone. Their handlers import
-core services (and those import torch & co. only where needed) when they run.
+Start-up is kept light on purpose: this module imports only argparse (and core.i18n, which needs
+only json and os), and each step's commands (`tui/commands/<step>.py`) register their arguments
+with argparse alone. Their handlers import core services (and those import torch & co. only where
+needed) when they run.
+
+The language of the help texts is known before the parser is built: `--lang` is looked for in argv
+first (else DEVTUNE_LANG / LC_ALL / LC_MESSAGES / LANG decide), since register() translates them.
 
 Exit codes: 0 ok, 1 problems found, 2 usage error or unreadable input.
 """
@@ -14,6 +18,7 @@ import importlib
 import os
 import sys
 
+from core.i18n import LANGUAGES, _, current_language
 from tui.commands import COMMAND_MODULES
 
 VERSION = "0.1.0"
@@ -25,23 +30,24 @@ def add_common(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
     default = None if top else argparse.SUPPRESS
     parser.add_argument(
         "-w", "--workspace", metavar="DIR", default=default,
-        help="the workspace folder (default: $DEVTUNE_WORKSPACE, else the current folder)",
+        help=_("the workspace folder (default: $DEVTUNE_WORKSPACE, else the current folder)"),
     )
     parser.add_argument(
         "--lang", choices=("en", "zh"), default=default,
-        help="language of messages (default: from $LANG)",
+        help=_("language of messages (default: from $LANG)"),
     )
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, set[str]]:
     parser = argparse.ArgumentParser(
         prog="devtune",
-        description="From messy business text to a fine-tuned, merged and served LLM, with LLaMA-Factory "
-        "on AMD Instinct GPUs (ROCm), NVIDIA GPUs, or a CPU with the tiny demo model.",
-        epilog="Run `devtune` with no command to open the wizard on the workspace. "
-        "Exit codes: 0 ok, 1 problems found, 2 usage error or unreadable input.",
+        description=_("From messy business text to a fine-tuned, merged and served LLM, with LLaMA-Factory "
+                      "on AMD Instinct GPUs (ROCm), NVIDIA GPUs, or a CPU with the tiny demo model."),
+        epilog=_("Run `devtune` with no command to open the wizard on the workspace. "
+                 "Exit codes: 0 ok, 1 problems found, 2 usage error or unreadable input."),
     )
-    parser.add_argument("--version", action="version", version=f"devtune {VERSION}")
+    parser.add_argument("--version", action="version", version=f"devtune {VERSION}",
+                        help=_("show program's version number and exit"))
     add_common(parser, top=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     names: set[str] = set()
@@ -49,6 +55,52 @@ def build_parser() -> tuple[argparse.ArgumentParser, set[str]]:
         module = importlib.import_module(f"tui.commands.{module_name}")
         names |= set(module.register(sub, add_common))
     return parser, names
+
+
+def lang_from_argv(argv: list[str]) -> str | None:
+    """The value of the last valid `--lang zh|en` / `--lang=zh` in argv (before a `--`), else None."""
+    found = None
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            break
+        if arg == "--lang" and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif arg.startswith("--lang="):
+            value = arg.partition("=")[2]
+        else:
+            continue
+        if value in LANGUAGES:
+            found = value
+    return found
+
+
+def _argparse_messages() -> dict[str, str]:
+    """argparse's own words (headings, its -h help, its errors), in the current language."""
+    return {
+        "usage: ": _("usage: "),
+        "positional arguments": _("positional arguments"),
+        "options": _("options"),
+        "show this help message and exit": _("show this help message and exit"),
+        "%(prog)s: error: %(message)s\n": _("%(prog)s: error: %(message)s\n"),
+        "the following arguments are required: %s": _("the following arguments are required: %s"),
+        "unrecognized arguments: %s": _("unrecognized arguments: %s"),
+        "argument %(argument_name)s: %(message)s": _("argument %(argument_name)s: %(message)s"),
+        "invalid choice: %(value)r (choose from %(choices)s)":
+            _("invalid choice: %(value)r (choose from %(choices)s)"),
+        "invalid %(type)s value: %(value)r": _("invalid %(type)s value: %(value)r"),
+        "expected one argument": _("expected one argument"),
+        "not allowed with argument %s": _("not allowed with argument %s"),
+        "ambiguous option: %(option)s could match %(matches)s":
+            _("ambiguous option: %(option)s could match %(matches)s"),
+    }
+
+
+def _localize_argparse() -> None:
+    """argparse asks gettext for its words; in Chinese, answer from devtune's catalog instead."""
+    if current_language() == "en":
+        return
+    table = _argparse_messages()
+    argparse._ = lambda message: table.get(message, message)
 
 
 def _split_workspace_positional(argv: list[str], names: set[str]) -> tuple[list[str], str | None]:
@@ -66,12 +118,16 @@ def _split_workspace_positional(argv: list[str], names: set[str]) -> tuple[list[
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    lang = lang_from_argv(argv)
+    if lang:
+        os.environ["DEVTUNE_LANG"] = lang  # before build_parser(): the help texts are translated there
+    _localize_argparse()
     parser, names = build_parser()
     argv, workspace_positional = _split_workspace_positional(argv, names)
     args = parser.parse_args(argv)
     if workspace_positional is not None:
         if args.command:
-            parser.error(f"unexpected argument {workspace_positional!r}")
+            parser.error(_("unexpected argument {arg}", arg=repr(workspace_positional)))
         args.workspace = workspace_positional
     if args.lang:
         os.environ["DEVTUNE_LANG"] = args.lang
@@ -83,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(handler(args) or 0)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        print(_("interrupted"), file=sys.stderr)
         return 130
     except BrokenPipeError:
         # `devtune ... | head`: the reader went away; nothing left to say.

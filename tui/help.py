@@ -8,6 +8,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from core.i18n import _
+
 
 class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = """
@@ -25,9 +27,9 @@ class HelpScreen(ModalScreen[None]):
     }
     """
     BINDINGS = [
-        Binding("escape", "dismiss", "Close", id="help.close"),
-        Binding("f1", "dismiss", "Close", show=False, id="help.close_f1"),
-        Binding("q", "dismiss", "Close", show=False, id="help.close_q"),
+        Binding("escape", "dismiss", _("Close"), id="help.close"),
+        Binding("f1", "dismiss", _("Close"), show=False, id="help.close_f1"),
+        Binding("q", "dismiss", _("Close"), show=False, id="help.close_q"),
     ]
 
     def __init__(self, sections: list[tuple[str, list[tuple[str, str]]]]) -> None:
@@ -35,15 +37,15 @@ class HelpScreen(ModalScreen[None]):
         self.sections = sections
 
     def compose(self) -> ComposeResult:
-        lines: list[str] = ["[b]devtune — keys[/b]", ""]
+        lines: list[str] = ["[b]" + _("devtune — keys") + "[/b]", ""]
         for title, rows in self.sections:
             if not rows:
                 continue
             lines.append(f"[b $accent]{title}[/]")
             lines += [f"  [b]{key:<14}[/b] {desc}" for key, desc in rows]
             lines.append("")
-        lines.append("The mouse works too: click a step in the top bar to go there.")
-        lines.append("Ctrl+P opens the command palette: every action is there.  Esc closes this.")
+        lines.append(_("The mouse works too: click a step in the top bar to go there."))
+        lines.append(_("Ctrl+P opens the command palette: every action is there.  Esc closes this."))
         with VerticalScroll():
             yield Static("\n".join(lines), id="help-text")
 

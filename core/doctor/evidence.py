@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from core.atomicfile import write_new
+from core.i18n import _
 
 MACHINE_FILE = "machine.json"
 COMMANDS_DIR = "commands"
@@ -68,8 +69,6 @@ class CommandResult:
 
     def outcome(self) -> str:
         """How the run ended, in words: "exit 255", "timed out", "not found"."""
-        from core.i18n import _
-
         if self.missing:
             return _("not found")
         if self.timed_out:
@@ -139,11 +138,12 @@ class Evidence:
 def _load_raw(folder: Path, seen: tuple[Path, ...]) -> dict:
     folder = folder.resolve()
     if folder in seen:
-        raise ValueError(f"{folder}: 'extends' loops back on itself")
+        raise ValueError(_("{path}: 'extends' loops back on itself", path=folder))
     try:
         machine = json.loads((folder / MACHINE_FILE).read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise FileNotFoundError(f"{folder} has no {MACHINE_FILE}: not a recorded machine") from None
+        raise FileNotFoundError(_("{path} has no {file}: not a recorded machine", path=folder,
+                                  file=MACHINE_FILE)) from None
     outputs: dict[str, dict[str, str]] = {}
     cmd_dir = folder / COMMANDS_DIR
     if cmd_dir.is_dir():

@@ -15,6 +15,8 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from core.i18n import _
+
 NA = ("N/A", "", None)
 
 
@@ -55,19 +57,19 @@ def parse_amd_smi_static(text: str) -> AmdSmiStatic:
     banner, body = split_banner(text)
     result = AmdSmiStatic(banner=banner.strip())
     if not body:
-        result.error = "no JSON in the output"
+        result.error = _("no JSON in the output")
         return result
     try:
         data = json.loads(body)
     except ValueError as exc:
-        result.error = f"not JSON: {exc}"
+        result.error = _("not JSON: {error}", error=exc)
         return result
     if isinstance(data, dict) and "gpu_data" in data:
         entries, result.shape = data["gpu_data"], "gpu_data"
     elif isinstance(data, list):
         entries, result.shape = data, "list"
     else:
-        result.error = "unexpected JSON shape"
+        result.error = _("unexpected JSON shape")
         return result
     for n, entry in enumerate(entries):
         if not isinstance(entry, dict):
@@ -91,7 +93,7 @@ def parse_amd_smi_static(text: str) -> AmdSmiStatic:
 
 def parse_amd_smi_version(text: str) -> dict[str, str]:
     """{"tool": "24.7.1+8dc45db", "library": ..., "rocm": "6.3.3", "amdgpu": ...} from text or JSON."""
-    _, body = split_banner(text)
+    _banner, body = split_banner(text)
     if body:
         try:
             data = json.loads(body)
@@ -110,7 +112,7 @@ def parse_amd_smi_version(text: str) -> dict[str, str]:
         if "ROCm version" not in line and "AMDSMI Tool" not in line:
             continue
         for part in line.split("|"):
-            key, _, value = part.partition(":")
+            key, _sep, value = part.partition(":")
             name = keys.get(key.strip().lower())
             if name and value.strip() not in NA:
                 out[name] = value.strip()
@@ -134,13 +136,13 @@ def normalize_gfx(value: str | None) -> str | None:
 
 def parse_rocm_smi_json(text: str) -> tuple[list[AmdGpu], str | None, str]:
     """(GPUs, driver version, error) from `rocm-smi --showproductname --showdriverversion --json`."""
-    _, body = split_banner(text)
+    _banner, body = split_banner(text)
     try:
         data = json.loads(body) if body else None
     except ValueError as exc:
-        return [], None, f"not JSON: {exc}"
+        return [], None, _("not JSON: {error}", error=exc)
     if not isinstance(data, dict):
-        return [], None, "no JSON in the output"
+        return [], None, _("no JSON in the output")
     gpus = []
     for key in sorted((k for k in data if re.fullmatch(r"card\d+", k)), key=lambda k: int(k[4:])):
         card = data[key] if isinstance(data[key], dict) else {}

@@ -60,7 +60,7 @@ def render_markdown(report: DoctorReport, evidence: Evidence | None = None) -> s
     out = [f"# {_('devtune doctor report')}", ""]
     out.append(f"- {_('machine')}: {report.machine_summary or report.machine}")
     if host:
-        out.append(f"- {_('host')}: `{host.get('hostname', '?')}`, kernel `{host.get('kernel', '?')}`, "
+        out.append(f"- {_('host')}: `{host.get('hostname', '?')}`, {_('kernel')} `{host.get('kernel', '?')}`, "
                    f"Python {host.get('python', '?')}" + (f", {_('container')}: {host['container']}"
                                                           if host.get("container") else ""))
     out.append(f"- devtune {_devtune_version()}, {when}")
@@ -101,7 +101,7 @@ def _evidence_appendix(ev: Evidence) -> list[str]:
                 "", "```"]
         out += text[:EVIDENCE_LINES]
         if cut:
-            out.append(f"[... {len(text) - EVIDENCE_LINES} more lines ...]")
+            out.append("[... " + _("{n} more lines", n=len(text) - EVIDENCE_LINES) + " ...]")
         out += ["```", "</details>", ""]
     return out
 
@@ -118,4 +118,5 @@ def save_report(folder: str | Path, report: DoctorReport, evidence: Evidence | N
             return write_new(path, text)
         except FileExistsRefused:
             continue
-    raise FileExistsError(f"too many doctor reports named doctor-report-{stamp}* in {folder}")
+    raise FileExistsError(_("too many doctor reports named doctor-report-{stamp}* in {folder}", stamp=stamp,
+                            folder=folder))

@@ -29,14 +29,26 @@ def weights_bytes(plan: dict) -> int:
     return int(plan.get("params") or 7e9) * 2  # bf16: 2 bytes per parameter
 
 
+def _params_text(b: float, source: str | None) -> str:
+    """The model's size and where it was read, one whole sentence per source (the plan keeps the source id)."""
+    if source == "config.json":
+        return _("{b:.1f} B parameters from config.json", b=b)
+    if source == "config.json (Hugging Face cache)":
+        return _("{b:.1f} B parameters from config.json (Hugging Face cache)", b=b)
+    if source == "name":
+        return _("{b:.1f} B parameters from name", b=b)
+    if source == "generic":
+        return _("{b:.1f} B parameters from generic", b=b)
+    return _("{b:.1f} B parameters from {source}", b=b, source=source)
+
+
 def describe_plan(plan: dict) -> str:
     weights = gib(weights_bytes(plan))
     if plan.get("source") != "config":
         return _("no model planned in this workspace yet, so judged against a generic 7B LoRA ({weights} of "
                  "bf16 weights)", weights=weights)
     params = plan.get("params")
-    size = _("{b:.1f} B parameters from {source}", b=params / 1e9, source=plan.get("params_source")) \
-        if params else _("weights on disk")
+    size = _params_text(params / 1e9, plan.get("params_source")) if params else _("weights on disk")
     return _("the planned model {model} ({size}; {weights}, {kind}) from {config}", model=plan.get("model"),
              size=size, weights=weights, kind=plan.get("finetuning_type", "lora"), config=plan.get("config_file"))
 

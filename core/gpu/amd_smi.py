@@ -47,7 +47,7 @@ def load_tool_json(text: str) -> Any:
     for i, line in enumerate(lines):
         if line.lstrip().startswith(("[", "{")):
             return json.loads("\n".join(lines[i:]))
-    raise ValueError("no JSON in the output")
+    raise ValueError(_("no JSON in the output"))
 
 
 def gpu_entries(doc: Any) -> list[dict]:

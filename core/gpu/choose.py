@@ -18,8 +18,12 @@ from core.i18n import _
 
 ENV_BACKEND = "DEVTUNE_GPU_BACKEND"
 AUTO_ORDER = ("amdsmi", "amd-smi", "rocm-smi", "nvml")
-LABELS = {"amdsmi": "amdsmi library", "amd-smi": "amd-smi CLI", "rocm-smi": "rocm-smi", "nvml": "NVML",
-          "replay": "replay"}
+
+
+def backend_label(name: str) -> str:
+    """A GPU backend as people read it in the reason line ("amdsmi library", "amd-smi CLI", ...)."""
+    return {"amdsmi": _("amdsmi library"), "amd-smi": _("amd-smi CLI"), "rocm-smi": "rocm-smi", "nvml": "NVML",
+            "replay": _("replay")}.get(name, name)
 
 
 def _openers() -> dict[str, Callable[[], GpuBackend]]:
@@ -61,13 +65,13 @@ def choose_backend(prefer: str | None = None, *, replay: str | os.PathLike | Non
         try:
             backend = openers[name]()
         except GpuBackendUnavailable as exc:
-            failures.append(f"{LABELS.get(name, name)}: {exc}")
+            failures.append(f"{backend_label(name)}: {exc}")
             continue
         if failures:
-            return backend, _("{backend} (passed over: {failures})", backend=LABELS.get(name, name),
+            return backend, _("{backend} (passed over: {failures})", backend=backend_label(name),
                               failures="; ".join(failures))
-        return backend, LABELS.get(name, name)
+        return backend, backend_label(name)
     if prefer != "auto":
-        return None, _("the {backend} backend does not work here: {why}", backend=LABELS.get(prefer, prefer),
+        return None, _("the {backend} backend does not work here: {why}", backend=backend_label(prefer),
                        why=failures[0].split(": ", 1)[1])
     return None, _("no GPU on this machine (CPU run): {failures}", failures="; ".join(failures))

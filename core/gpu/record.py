@@ -127,7 +127,7 @@ def record_until(out: str | os.PathLike, until_pid: int | None = None, status_fi
                  *, interval: float = 1.0, backend: GpuBackend | None = None, prefer: str | None = None,
                  stop_event: threading.Event | None = None, max_seconds: float | None = None) -> int:
     """Record until `until_pid` ends (or stop_event is set, or max_seconds pass); returns the ticks recorded."""
-    from core.gpu.choose import LABELS, choose_backend
+    from core.gpu.choose import backend_label, choose_backend
 
     status_path = Path(status_file) if status_file else None
     reason = ""
@@ -138,7 +138,7 @@ def record_until(out: str | os.PathLike, until_pid: int | None = None, status_fi
         _write_status(status_path, backend=None, reason=reason, state="no-gpu", started=started, ended=started,
                       ticks=0, pid=os.getpid())
         return 0
-    name = LABELS.get(backend.name, backend.name)
+    name = backend_label(backend.name)
     _write_status(status_path, backend=backend.name, reason=reason or name, state="recording", started=started,
                   ticks=0, pid=os.getpid(), out=str(out))
     deadline = None if max_seconds is None else time.monotonic() + max_seconds

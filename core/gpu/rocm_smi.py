@@ -40,7 +40,7 @@ class RocmStatic:
 def _cards(text: str) -> dict[int, dict[str, str]]:
     start = text.find("{")
     if start < 0:
-        raise ValueError("no JSON in the output")
+        raise ValueError(_("no JSON in the output"))
     doc = json.loads(text[start:])
     out = {}
     for key, values in doc.items():

@@ -12,66 +12,76 @@ from __future__ import annotations
 
 import sys
 
+from core.i18n import _
 from tui.commands.output import emit_json, err, workspace
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 
 
 def register(sub, add_common) -> list[str]:
-    p = sub.add_parser("config", help="step 3: the LLaMA-Factory training YAML, DeepSpeed JSON and command",
-                       description="Write and check the training config: LoRA/QLoRA/full/freeze, template, "
-                       "precision, DeepSpeed ZeRO-2/3, one GPU, several GPUs or several nodes, with a memory-fit "
-                       "verdict. Files land in configs/ (paths relative to the workspace root).")
+    p = sub.add_parser("config", help=_("step 3: the LLaMA-Factory training YAML, DeepSpeed JSON and command"),
+                       description=_("Write and check the training config: LoRA/QLoRA/full/freeze, template, "
+                                     "precision, DeepSpeed ZeRO-2/3, one GPU, several GPUs or several nodes, with a "
+                                     "memory-fit verdict. Files land in configs/ (paths relative to the workspace "
+                                     "root)."))
     add_common(p)
     verbs = p.add_subparsers(dest="config_command", metavar="ACTION")
     p.set_defaults(handler=lambda args: _usage(p))
 
-    init = verbs.add_parser("init", help="write configs/train.yaml from a preset or an existing LLaMA-Factory YAML")
+    init = verbs.add_parser("init",
+                            help=_("write configs/train.yaml from a preset or an existing LLaMA-Factory YAML"))
     add_common(init)
     src = init.add_mutually_exclusive_group()
-    src.add_argument("--preset", metavar="NAME", help="cpu-demo, lora-1gpu, qlora-70b, zero3-multi-gpu, multi-node "
-                     "(default: cpu-demo when the demo model is here, else lora-1gpu)")
-    src.add_argument("--from-yaml", metavar="FILE", help="import a LLaMA-Factory YAML (unmodelled keys are kept)")
+    src.add_argument("--preset", metavar="NAME",
+                     help=_("cpu-demo, lora-1gpu, qlora-70b, zero3-multi-gpu, multi-node "
+                            "(default: cpu-demo when the demo model is here, else lora-1gpu)"))
+    src.add_argument("--from-yaml", metavar="FILE",
+                     help=_("import a LLaMA-Factory YAML (unmodelled keys are kept)"))
     init.add_argument("--output", metavar="PATH", default="configs/train.yaml",
-                      help="where to write (default: %(default)s)")
-    init.add_argument("--force", action="store_true", help="replace a file devtune did not write (or one edited since)")
-    init.add_argument("--model", metavar="PATH_OR_ID", help="model folder (workspace-relative) or hub id")
-    init.add_argument("--template", metavar="NAME", help="LLaMA-Factory chat template")
-    init.add_argument("--dataset", metavar="NAMES", help="dataset name(s) from dataset_info.json, comma-separated")
-    init.add_argument("--method", choices=("lora", "qlora", "full", "freeze"), help="fine-tuning method")
-    init.add_argument("--gpus", type=int, metavar="N", help="GPUs per node")
-    init.add_argument("--nodes", type=int, metavar="N", help="number of nodes")
-    init.add_argument("--master-addr", metavar="HOST", help="address of node 0 (multi-node)")
-    init.add_argument("--master-port", type=int, metavar="PORT", help="port on node 0 (default 29500)")
-    init.add_argument("--zero", choices=("none", "2", "3"), help="DeepSpeed ZeRO stage")
-    init.add_argument("--offload", action="store_true", default=None, help="DeepSpeed CPU offload")
-    init.add_argument("--gpu-model", metavar="ID", help="target GPU when none is found here (see: config presets)")
-    init.add_argument("--json", action="store_true", help="print the result as JSON")
+                      help=_("where to write (default: %(default)s)"))
+    init.add_argument("--force", action="store_true",
+                      help=_("replace a file devtune did not write (or one edited since)"))
+    init.add_argument("--model", metavar="PATH_OR_ID", help=_("model folder (workspace-relative) or hub id"))
+    init.add_argument("--template", metavar="NAME", help=_("LLaMA-Factory chat template"))
+    init.add_argument("--dataset", metavar="NAMES",
+                      help=_("dataset name(s) from dataset_info.json, comma-separated"))
+    init.add_argument("--method", choices=("lora", "qlora", "full", "freeze"), help=_("fine-tuning method"))
+    init.add_argument("--gpus", type=int, metavar="N", help=_("GPUs per node"))
+    init.add_argument("--nodes", type=int, metavar="N", help=_("number of nodes"))
+    init.add_argument("--master-addr", metavar="HOST", help=_("address of node 0 (multi-node)"))
+    init.add_argument("--master-port", type=int, metavar="PORT", help=_("port on node 0 (default 29500)"))
+    init.add_argument("--zero", choices=("none", "2", "3"), help=_("DeepSpeed ZeRO stage"))
+    init.add_argument("--offload", action="store_true", default=None, help=_("DeepSpeed CPU offload"))
+    init.add_argument("--gpu-model", metavar="ID",
+                      help=_("target GPU when none is found here (see: config presets)"))
+    init.add_argument("--json", action="store_true", help=_("print the result as JSON"))
     init.set_defaults(handler=run_init)
 
-    for name, text in (("show", "show the config, its files, memory fit and command"),
-                       ("check", "check the config with devtune's rules and LLaMA-Factory's own parser"),
-                       ("command", "print the launch command (one per node)")):
+    for name, text in (("show", _("show the config, its files, memory fit and command")),
+                       ("check", _("check the config with devtune's rules and LLaMA-Factory's own parser")),
+                       ("command", _("print the launch command (one per node)"))):
         verb = verbs.add_parser(name, help=text)
         add_common(verb)
-        verb.add_argument("--config", metavar="PATH", help="the YAML (default: the wizard's, else configs/train.yaml)")
-        verb.add_argument("--json", action="store_true", help="print JSON")
+        verb.add_argument("--config", metavar="PATH",
+                          help=_("the YAML (default: the wizard's, else configs/train.yaml)"))
+        verb.add_argument("--json", action="store_true", help=_("print JSON"))
         if name == "check":
-            verb.add_argument("--no-llamafactory", action="store_true", help="skip LLaMA-Factory's parser (faster)")
+            verb.add_argument("--no-llamafactory", action="store_true",
+                              help=_("skip LLaMA-Factory's parser (faster)"))
         if name == "command":
-            verb.add_argument("--node-rank", type=int, metavar="N", help="only this node's command")
+            verb.add_argument("--node-rank", type=int, metavar="N", help=_("only this node's command"))
         verb.set_defaults(handler={"show": run_show, "check": run_check, "command": run_command}[name])
 
-    export = verbs.add_parser("export", help="write the config as a LLaMA-Factory YAML elsewhere")
+    export = verbs.add_parser("export", help=_("write the config as a LLaMA-Factory YAML elsewhere"))
     add_common(export)
     export.add_argument("dest", metavar="FILE")
-    export.add_argument("--config", metavar="PATH", help="the YAML to export (default: the wizard's)")
-    export.add_argument("--force", action="store_true", help="replace FILE if it exists")
+    export.add_argument("--config", metavar="PATH", help=_("the YAML to export (default: the wizard's)"))
+    export.add_argument("--force", action="store_true", help=_("replace FILE if it exists"))
     export.set_defaults(handler=run_export)
 
-    presets = verbs.add_parser("presets", help="list the presets and the GPU catalogue")
+    presets = verbs.add_parser("presets", help=_("list the presets and the GPU catalogue"))
     add_common(presets)
-    presets.add_argument("--json", action="store_true", help="print JSON")
+    presets.add_argument("--json", action="store_true", help=_("print JSON"))
     presets.set_defaults(handler=run_presets)
     return ["config"]
 
@@ -137,7 +147,6 @@ def run_init(args) -> int:
     from core.atomicfile import FileExistsRefused
     from core.config import DEFAULT_CONFIG, preview, record_sidecar, save_config
     from core.gpu_catalog import gpu_model
-    from core.i18n import _
     from core.presets import PRESETS, preset_spec
     from core.tinymodel import TINY_NAME
     from core.workspace import StepStatus
@@ -255,7 +264,6 @@ def _preview_json(shown) -> dict:
 
 
 def _print_findings(findings, *, brief: bool = False) -> None:
-    from core.i18n import _
 
     marks = {"error": _("error"), "warning": _("warning"), "info": _("info")}
     for f in findings:
@@ -267,7 +275,6 @@ def _print_findings(findings, *, brief: bool = False) -> None:
 
 
 def _print_commands(ws, commands) -> None:
-    from core.i18n import _
 
     print(_("run from the workspace root ({root}):", root=ws.root))
     for cmd in commands:
@@ -276,7 +283,6 @@ def _print_commands(ws, commands) -> None:
 
 def run_show(args) -> int:
     from core.config import preview, summary_line
-    from core.i18n import _
     from core.memfit import human_bytes
 
     ws, loaded = _load(args)
@@ -304,7 +310,6 @@ def run_show(args) -> int:
 
 def run_check(args) -> int:
     from core.config_check import check_config
-    from core.i18n import _
     from core.lf_templates import load_catalog
 
     ws, loaded = _load(args)
@@ -328,7 +333,6 @@ def run_check(args) -> int:
 
 def run_command(args) -> int:
     from core.config import node_commands
-    from core.i18n import _
 
     ws, loaded = _load(args)
     if loaded is None:
@@ -356,7 +360,6 @@ def run_export(args) -> int:
 
     from core.atomicfile import FileExistsRefused
     from core.config import export_yaml
-    from core.i18n import _
     from core.lf_yaml import deepspeed_path
 
     ws, loaded = _load(args)
@@ -376,7 +379,6 @@ def run_export(args) -> int:
 
 def run_presets(args) -> int:
     from core.gpu_catalog import CATALOG, GIB
-    from core.i18n import _
     from core.presets import PRESETS
 
     if args.json:
@@ -389,5 +391,6 @@ def run_presets(args) -> int:
         print(f"  {name:<16} {preset.description}")
     print(_("target GPUs (--gpu-model):"))
     for g in CATALOG:
-        print(f"  {g.id:<10} {g.name:<38} {g.memory_bytes / GIB:>6.0f} GiB{'' if g.bf16 else '  (no bf16)'}")
+        no_bf16 = "" if g.bf16 else "  " + _("(no bf16)")
+        print(f"  {g.id:<10} {g.name:<38} {g.memory_bytes / GIB:>6.0f} GiB{no_bf16}")
     return EXIT_OK

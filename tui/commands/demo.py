@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import sys
 
+from core.i18n import _
 from tui.commands.output import err
 
 
 def register(sub, add_common) -> list[str]:
     p = sub.add_parser(
         "demo",
-        help="seed a demo workspace (sample data + tiny CPU model)",
-        description="Seed DIR with devtune's messy sample data and a tiny LLaMA model built locally, so the "
-        "whole journey (data, config, train, merge, serve, chat) runs on a CPU. Re-running keeps your edits.",
+        help=_("seed a demo workspace (sample data + tiny CPU model)"),
+        description=_("Seed DIR with devtune's messy sample data and a tiny LLaMA model built locally, so the "
+                      "whole journey (data, config, train, merge, serve, chat) runs on a CPU. "
+                      "Re-running keeps your edits."),
     )
     add_common(p)
-    p.add_argument("dir", metavar="DIR", help="the folder to seed (created if missing)")
+    p.add_argument("dir", metavar="DIR", help=_("the folder to seed (created if missing)"))
     p.set_defaults(handler=run_demo)
     return ["demo"]
 
@@ -32,5 +34,6 @@ def run_demo(args) -> int:
         return 2
     for line in report.lines():
         print(line)
-    print(f"\nNext: devtune {ws.root}   (or: devtune -w {ws.root} data lint data/support_messy.jsonl)")
+    print("\n" + _("Next: devtune {root}   (or: devtune -w {root} data lint data/support_messy.jsonl)",
+                   root=ws.root))
     return 0

@@ -4,22 +4,25 @@ from __future__ import annotations
 
 import sys
 
+from core.i18n import _
 from tui.commands.output import emit_json, err
 
 
 def register(sub, add_common) -> list[str]:
     p = sub.add_parser(
         "diagnose",
-        help="explain why a training run failed, from its logs",
-        description="Read training logs (files, or run folders holding stderr.log and stdout.log) and list the "
-        "known failures found, most likely first, each with the log lines that show it and the fix. "
-        "Exit codes: 0 nothing found, 1 something found, 2 a file cannot be read.",
+        help=_("explain why a training run failed, from its logs"),
+        description=_("Read training logs (files, or run folders holding stderr.log and stdout.log) and list the "
+                      "known failures found, most likely first, each with the log lines that show it and the fix. "
+                      "Exit codes: 0 nothing found, 1 something found, 2 a file cannot be read."),
     )
     add_common(p)
-    p.add_argument("logs", nargs="+", metavar="LOGFILE", help="log files or run folders")
-    p.add_argument("--json", action="store_true", help='print {"diagnoses": [{"id", "title", "evidence", "fix"}]}')
-    p.add_argument("--exit-code", type=int, metavar="N", help="the trainer's exit status (137 = SIGKILL, ...)")
-    p.add_argument("--stopped", action="store_true", help="the run was stopped on request (its abort is no failure)")
+    p.add_argument("logs", nargs="+", metavar="LOGFILE", help=_("log files or run folders"))
+    p.add_argument("--json", action="store_true",
+                   help=_('print {"diagnoses": [{"id", "title", "evidence", "fix"}]}'))
+    p.add_argument("--exit-code", type=int, metavar="N", help=_("the trainer's exit status (137 = SIGKILL, ...)"))
+    p.add_argument("--stopped", action="store_true",
+                   help=_("the run was stopped on request (its abort is no failure)"))
     p.set_defaults(handler=run_diagnose)
     return ["diagnose"]
 
@@ -33,7 +36,7 @@ def _expand(args_logs: list[str]) -> list:
         if path.is_dir():
             inside = [path / name for name in ("stderr.log", "stdout.log", "running_log.txt") if (path / name).exists()]
             if not inside:
-                raise OSError(f"{path}: no stderr.log, stdout.log or running_log.txt in this folder")
+                raise OSError(_("{path}: no stderr.log, stdout.log or running_log.txt in this folder", path=path))
             paths += inside
         else:
             paths.append(path)
@@ -42,7 +45,6 @@ def _expand(args_logs: list[str]) -> list:
 
 def run_diagnose(args) -> int:
     from core.diagnose import diagnose_files
-    from core.i18n import _
 
     try:
         paths = _expand(args.logs)

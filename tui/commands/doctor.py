@@ -4,33 +4,34 @@ from __future__ import annotations
 
 import sys
 
+from core.i18n import _
 from tui.commands.output import emit_json, err, workspace
 
 
 def register(sub, add_common) -> list[str]:
     p = sub.add_parser(
         "doctor",
-        help="check the GPU environment (driver, groups, ROCm, torch build, libraries, vLLM, disk, shm)",
-        description="Run every environment check (device access, amdgpu driver, amd-smi, gfx arch, ROCm, the "
-        "torch build, HSA/HIP/ROCR variables, flash-attn, bitsandbytes, DeepSpeed, vLLM, RCCL, toolchain, "
-        "/dev/shm, disk and RAM against the planned model, Hugging Face cache; the NVIDIA equivalents on "
-        "NVIDIA). Each check shows what was found and the exact command that fixes it.",
-        epilog="Exit codes: 0 nothing fails, 1 a check fails, 2 usage error. Categories: platform, access, "
-        "rocm, nvidia, torch, env, libraries, serving, multigpu, toolchain, system.",
+        help=_("check the GPU environment (driver, groups, ROCm, torch build, libraries, vLLM, disk, shm)"),
+        description=_("Run every environment check (device access, amdgpu driver, amd-smi, gfx arch, ROCm, the "
+                      "torch build, HSA/HIP/ROCR variables, flash-attn, bitsandbytes, DeepSpeed, vLLM, RCCL, "
+                      "toolchain, /dev/shm, disk and RAM against the planned model, Hugging Face cache; the NVIDIA "
+                      "equivalents on NVIDIA). Each check shows what was found and the exact command that fixes it."),
+        epilog=_("Exit codes: 0 nothing fails, 1 a check fails, 2 usage error. Categories: platform, access, "
+                 "rocm, nvidia, torch, env, libraries, serving, multigpu, toolchain, system."),
     )
     add_common(p)
     p.add_argument("--json", action="store_true",
-                   help='print {"checks": [...], "summary": {...}} on stdout')
+                   help=_('print {"checks": [...], "summary": {...}} on stdout'))
     p.add_argument("--only", metavar="CATEGORY", action="append", default=[],
-                   help="run only these categories (repeat, or separate with commas)")
+                   help=_("run only these categories (repeat, or separate with commas)"))
     p.add_argument("--check", metavar="ID", action="append", default=[],
-                   help="run only these checks, e.g. access.groups (repeat, or separate with commas)")
+                   help=_("run only these checks, e.g. access.groups (repeat, or separate with commas)"))
     p.add_argument("--save", action="store_true",
-                   help="also write the report as doctor-report-<time>.md in the workspace")
+                   help=_("also write the report as doctor-report-<time>.md in the workspace"))
     p.add_argument("--record", metavar="DIR",
-                   help="also write everything the probes saw into DIR (to replay it, or attach to a ticket)")
+                   help=_("also write everything the probes saw into DIR (to replay it, or attach to a ticket)"))
     p.add_argument("--replay", metavar="DIR",
-                   help="judge a recorded machine from DIR instead of this one (nothing here is probed)")
+                   help=_("judge a recorded machine from DIR instead of this one (nothing here is probed)"))
     p.set_defaults(handler=run_doctor_command)
     return ["doctor"]
 
@@ -46,12 +47,13 @@ def run_doctor_command(args) -> int:
     only, checks = _split(args.only), _split(args.check)
     unknown = [c for c in only if c not in CATEGORIES]
     if unknown:
-        err(f"unknown category {', '.join(unknown)}; choose from {', '.join(CATEGORIES)}")
+        err(_("unknown category {names}; choose from {choices}", names=", ".join(unknown),
+              choices=", ".join(CATEGORIES)))
         return 2
     ids = {v.id for v in all_verdicts()}
     unknown = [c for c in checks if c not in ids]
     if unknown:
-        err(f"unknown check {', '.join(unknown)}; `devtune doctor --json` lists every check id")
+        err(_("unknown check {names}; `devtune doctor --json` lists every check id", names=", ".join(unknown)))
         return 2
 
     from core.doctor.evidence import Evidence
@@ -75,7 +77,9 @@ def run_doctor_command(args) -> int:
     for event in iter_doctor(ctx, verdicts, evidence=evidence, replay=evidence is not None):
         if isinstance(event, ProbeFinished) and show_progress:
             left = ", ".join(event.remaining)
-            sys.stderr.write(f"\r\033[Kprobing... {len(event.remaining)} left{': ' + left if left else ''}"[:200])
+            text = (_("probing... {n} left: {names}", n=len(event.remaining), names=left) if left
+                    else _("probing... {n} left", n=len(event.remaining)))
+            sys.stderr.write(f"\r\033[K{text}"[:200])
             sys.stderr.flush()
         elif isinstance(event, DoctorFinished):
             report, ev = event.report, event.evidence
@@ -92,9 +96,10 @@ def run_doctor_command(args) -> int:
         try:
             ev.save(args.record)
         except OSError as exc:
-            err(f"could not record the evidence: {exc}")
+            err(_("could not record the evidence: {error}", error=exc))
             return 2
-        print(f"evidence recorded in {args.record} (replay: devtune doctor --replay {args.record})", file=sys.stderr)
+        print(_("evidence recorded in {dir} (replay: devtune doctor --replay {dir})", dir=args.record),
+              file=sys.stderr)
     if args.json:
         emit_json(report.to_dict())
     else:
@@ -103,7 +108,7 @@ def run_doctor_command(args) -> int:
         try:
             path = save_report(ws.root, report, ev)
         except OSError as exc:
-            err(f"could not save the report: {exc}")
+            err(_("could not save the report: {error}", error=exc))
             return 2
-        print(f"report saved: {path}", file=sys.stderr)
+        print(_("report saved: {path}", path=path), file=sys.stderr)
     return 1 if report.failed else 0

@@ -5,12 +5,14 @@ from __future__ import annotations
 import sys
 import time
 
+from core.i18n import _
 from tui.commands.output import emit_json_line
 
 
 def follow_run(ws, run_id: str, *, as_json: bool, until_end: bool, exit_with_outcome: bool,
                interval: float = 1.0) -> int:
     from core.gpu.history import group_ticks
+    from core.runs import status_label
     from core.runwatch import RunWatcher, progress_line, update_json
 
     watcher = RunWatcher(ws, run_id)
@@ -25,7 +27,7 @@ def follow_run(ws, run_id: str, *, as_json: bool, until_end: bool, exit_with_out
             if as_json:
                 emit_json_line(update_json(update, latest_gpus))
             else:
-                line = f"[{update.record.status.value}] {progress_line(update.snapshot)}"
+                line = f"[{status_label(update.record.status)}] {progress_line(update.snapshot)}"
                 if tty:
                     sys.stderr.write("\r" + line[:200].ljust(len(last_line)))
                     sys.stderr.flush()
@@ -44,20 +46,22 @@ def follow_run(ws, run_id: str, *, as_json: bool, until_end: bool, exit_with_out
                 return 0
             time.sleep(interval)
     except KeyboardInterrupt:
-        print(f"\nleft run {run_id} running. Re-attach: devtune monitor {run_id} --follow   "
-              f"stop it: devtune stop {run_id}", file=sys.stderr)
+        print("\n" + _("left run {id} running. Re-attach: devtune monitor {id} --follow   stop it: devtune stop {id}",
+                       id=run_id), file=sys.stderr)
         return 130
 
 
 def _report_end(update, as_json: bool, exit_with_outcome: bool) -> int:
     record = update.record
     if not as_json:
-        print(f"{record.id}: {record.status.value}" + (f" — {record.note}" if record.note else ""))
+        from core.runs import status_label
+
+        print(f"{record.id}: {status_label(record.status)}" + (f" — {record.note}" if record.note else ""))
         for d in update.diagnoses[:3]:
             print(f"\n{d.title}\n  {d.fix}")
             for ev in d.evidence[:2]:
                 where = f"{ev.file}:{ev.line}" if ev.line else ev.file
-                print(f"  evidence ({where}): {ev.text}")
+                print("  " + _("evidence ({where}): {text}", where=where, text=ev.text))
     if not exit_with_outcome:
         return 0
     return 0 if record.status.value == "finished" else 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 
+from core.i18n import _
 from tui.commands.output import emit_json, err, workspace
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
@@ -12,47 +13,49 @@ EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 
 def register(sub, add_common) -> list[str]:
     p = sub.add_parser(
-        "merge", help="merge a run's adapter into a full model (llamafactory-cli export) and check it",
-        description="Write configs/merge.yaml for the run (its base model, adapter, template and finetuning "
-        "type) and run `llamafactory-cli export` detached; follow its progress, then check the merged folder: "
-        "files, the chat template against the training template, and on small models the merged logits. "
-        "Ctrl-C leaves the export running. Exit 1 when the check finds a problem.")
+        "merge", help=_("merge a run's adapter into a full model (llamafactory-cli export) and check it"),
+        description=_("Write configs/merge.yaml for the run (its base model, adapter, template and finetuning "
+                      "type) and run `llamafactory-cli export` detached; follow its progress, then check the "
+                      "merged folder: files, the chat template against the training template, and on small "
+                      "models the merged logits. Ctrl-C leaves the export running. Exit 1 when the check finds "
+                      "a problem."))
     add_common(p)
-    p.add_argument("run", metavar="RUN", nargs="?", help="training run id or prefix (default: the newest)")
-    p.add_argument("--name", help="folder name under exports/ (default: the run id)")
-    p.add_argument("--base", metavar="MODEL", help="base model to merge onto (default: the run's model_name_or_path)")
-    p.add_argument("--size", type=int, default=5, metavar="GB", help="export_size: shard size in GB (default 5)")
+    p.add_argument("run", metavar="RUN", nargs="?", help=_("training run id or prefix (default: the newest)"))
+    p.add_argument("--name", help=_("folder name under exports/ (default: the run id)"))
+    p.add_argument("--base", metavar="MODEL",
+                   help=_("base model to merge onto (default: the run's model_name_or_path)"))
+    p.add_argument("--size", type=int, default=5, metavar="GB", help=_("export_size: shard size in GB (default 5)"))
     p.add_argument("--device", choices=("cpu", "auto"), default="cpu",
-                   help="export_device: where the merge runs (default cpu)")
+                   help=_("export_device: where the merge runs (default cpu)"))
     p.add_argument("--config", default="configs/merge.yaml", metavar="FILE",
-                   help="where to write the merge YAML (default configs/merge.yaml)")
+                   help=_("where to write the merge YAML (default configs/merge.yaml)"))
     p.add_argument("--force", action="store_true",
-                   help="export into a non-empty folder, and replace a merge YAML that is not devtune's")
-    p.add_argument("--no-numeric", action="store_true", help="skip the logits comparison")
-    p.add_argument("--detach", action="store_true", help="start the export and return at once")
-    p.add_argument("--json", action="store_true", help="print the outcome as JSON")
+                   help=_("export into a non-empty folder, and replace a merge YAML that is not devtune's"))
+    p.add_argument("--no-numeric", action="store_true", help=_("skip the logits comparison"))
+    p.add_argument("--detach", action="store_true", help=_("start the export and return at once"))
+    p.add_argument("--json", action="store_true", help=_("print the outcome as JSON"))
     p.set_defaults(handler=run_merge)
 
-    p = sub.add_parser("check-export", help="check a merged model folder (files, chat template, merge numbers)",
-                       description="Check a merged folder against the training run it came from.")
+    p = sub.add_parser("check-export", help=_("check a merged model folder (files, chat template, merge numbers)"),
+                       description=_("Check a merged folder against the training run it came from."))
     add_common(p)
-    p.add_argument("export", metavar="EXPORT", nargs="?", help="the merged folder (default: the wizard's latest)")
-    p.add_argument("--run", help="the training run it came from (default: the newest)")
-    p.add_argument("--no-numeric", action="store_true", help="skip the logits comparison")
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("export", metavar="EXPORT", nargs="?", help=_("the merged folder (default: the wizard's latest)"))
+    p.add_argument("--run", help=_("the training run it came from (default: the newest)"))
+    p.add_argument("--no-numeric", action="store_true", help=_("skip the logits comparison"))
+    p.add_argument("--json", action="store_true", help=_("print the report as JSON"))
     p.set_defaults(handler=run_check_export)
     return ["merge", "check-export"]
 
 
 def _print_report(report) -> None:
-    from core.i18n import _
-
     marks = {"ok": _("ok"), "warning": _("warning"), "error": _("FAIL")}
     for f in report.findings:
         print(f"  {marks.get(f.level, f.level):<7} {f.what}: {f.detail}")
         if f.fix:
             print("        " + _("fix: {fix}", fix=f.fix))
-    print(_("verdict: {verdict}", verdict=report.verdict))
+    from core.export_check import verdict_label
+
+    print(_("verdict: {verdict}", verdict=verdict_label(report.verdict)))
 
 
 def _report_json(report) -> dict:
@@ -62,9 +65,8 @@ def _report_json(report) -> dict:
 
 
 def run_merge(args) -> int:
-    from core.export import ExportError, plan_export, start_export, wait_export
+    from core.export import ExportError, plan_export, stage_label, start_export, wait_export
     from core.export_check import check_export
-    from core.i18n import _
     from core.runs import RunError, RunStatus
 
     ws = workspace(args)
@@ -92,7 +94,7 @@ def run_merge(args) -> int:
         return EXIT_OK
     try:
         final = wait_export(ws, record.id, on_progress=lambda p: say(
-            f"  [{p.fraction:4.0%}] {p.stage:<10} {p.detail[:90]}"))
+            f"  [{p.fraction:4.0%}] {stage_label(p.stage):<10} {p.detail[:90]}"))
     except KeyboardInterrupt:
         err(_("stopped following; the export goes on (run {id}). Check it later with `devtune check-export {dir}`",
               id=record.id, dir=plan.export_dir))

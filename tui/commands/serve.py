@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from core.i18n import _
 from tui.commands.output import emit_json, err, workspace
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
@@ -11,71 +12,77 @@ EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 
 def register(sub, add_common) -> list[str]:
     p = sub.add_parser(
-        "serve", help="serve a merged model with an OpenAI-compatible API (vLLM, or llamafactory-cli api)",
-        description="Start a server for MODEL (default: the latest merged model) detached, bound to 127.0.0.1 "
-        "with a generated API key (stored with mode 0600 in .devtune/servers/<id>/api_key), and wait until it "
-        "answers. With --json, print {id, url, model, backend, pid, ...} once it is ready.")
+        "serve", help=_("serve a merged model with an OpenAI-compatible API (vLLM, or llamafactory-cli api)"),
+        description=_("Start a server for MODEL (default: the latest merged model) detached, bound to 127.0.0.1 "
+                      "with a generated API key (stored with mode 0600 in .devtune/servers/<id>/api_key), and "
+                      "wait until it answers. With --json, print {id, url, model, backend, pid, ...} once it is "
+                      "ready."))
     add_common(p)
-    p.add_argument("model", metavar="MODEL", nargs="?", help="merged model folder (default: the latest export)")
+    p.add_argument("model", metavar="MODEL", nargs="?", help=_("merged model folder (default: the latest export)"))
     p.add_argument("--backend", choices=("vllm", "llamafactory"),
-                   help="vllm (default when installed) or llamafactory (huggingface backend)")
-    p.add_argument("--tp", type=int, default=1, metavar="N", help="tensor-parallel size: GPUs per model (default 1)")
-    p.add_argument("--port", type=int, default=0, metavar="P", help="port (default: a free one)")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--dtype", help="bfloat16 (default on GPUs), float16, float32, auto (default on CPUs)")
-    p.add_argument("--max-model-len", type=int, metavar="N", help="context length (default: the model's; 2048 on CPU)")
-    p.add_argument("--name", help="served model name (default: the folder name)")
+                   help=_("vllm (default when installed) or llamafactory (huggingface backend)"))
+    p.add_argument("--tp", type=int, default=1, metavar="N",
+                   help=_("tensor-parallel size: GPUs per model (default 1)"))
+    p.add_argument("--port", type=int, default=0, metavar="P", help=_("port (default: a free one)"))
+    p.add_argument("--host", default="127.0.0.1", help=_("address to listen on (default 127.0.0.1)"))
+    p.add_argument("--dtype", help=_("bfloat16 (default on GPUs), float16, float32, auto (default on CPUs)"))
+    p.add_argument("--max-model-len", type=int, metavar="N",
+                   help=_("context length (default: the model's; 2048 on CPU)"))
+    p.add_argument("--name", help=_("served model name (default: the folder name)"))
     p.add_argument("--chat-template", metavar="FILE",
-                   help="chat template file for vLLM (default: the fixed one when the export check found a mismatch)")
-    p.add_argument("--template", help="LLaMA-Factory template for --backend llamafactory (default: the run's)")
-    p.add_argument("--trust-remote-code", action="store_true", help="allow the model's own Python code to run")
-    p.add_argument("--timeout", type=float, default=900.0, metavar="S", help="seconds to wait for readiness (900)")
-    p.add_argument("--no-wait", action="store_true", help="start and return at once")
-    p.add_argument("--show-key", action="store_true", help="print the API key too")
-    p.add_argument("--json", action="store_true", help="print the server as JSON once ready")
+                   help=_("chat template file for vLLM (default: the fixed one when the export check found a "
+                          "mismatch)"))
+    p.add_argument("--template", help=_("LLaMA-Factory template for --backend llamafactory (default: the run's)"))
+    p.add_argument("--trust-remote-code", action="store_true", help=_("allow the model's own Python code to run"))
+    p.add_argument("--timeout", type=float, default=900.0, metavar="S",
+                   help=_("seconds to wait for readiness (900)"))
+    p.add_argument("--no-wait", action="store_true", help=_("start and return at once"))
+    p.add_argument("--show-key", action="store_true", help=_("print the API key too"))
+    p.add_argument("--json", action="store_true", help=_("print the server as JSON once ready"))
     p.set_defaults(handler=run_serve)
 
-    p = sub.add_parser("servers", help="list the servers of this workspace")
+    p = sub.add_parser("servers", help=_("list the servers of this workspace"))
     add_common(p)
-    p.add_argument("--all", action="store_true", help="include stopped and failed ones")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--all", action="store_true", help=_("include stopped and failed ones"))
+    p.add_argument("--json", action="store_true", help=_("print JSON"))
     p.set_defaults(handler=run_servers)
 
-    p = sub.add_parser("stop-server", help="stop a server (its whole process group)")
+    p = sub.add_parser("stop-server", help=_("stop a server (its whole process group)"))
     add_common(p)
-    p.add_argument("server", metavar="ID", help="server id or prefix (`devtune servers`)")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("server", metavar="ID", help=_("server id or prefix (`devtune servers`)"))
+    p.add_argument("--json", action="store_true", help=_("print JSON"))
     p.set_defaults(handler=run_stop_server)
 
-    p = sub.add_parser("chat", help="ask a served model a question (the answer is streamed)")
+    p = sub.add_parser("chat", help=_("ask a served model a question (the answer is streamed)"))
     add_common(p)
-    p.add_argument("question", metavar="QUESTION", help="the question")
-    p.add_argument("--server", metavar="ID", help="server id or prefix (default: the active one)")
-    p.add_argument("--compare", metavar="ID", help="ask another server too (e.g. the base model) and show both")
-    p.add_argument("--system", default="", help="system prompt")
+    p.add_argument("question", metavar="QUESTION", help=_("the question"))
+    p.add_argument("--server", metavar="ID", help=_("server id or prefix (default: the active one)"))
+    p.add_argument("--compare", metavar="ID",
+                   help=_("ask another server too (e.g. the base model) and show both"))
+    p.add_argument("--system", default="", help=_("system prompt"))
     p.add_argument("--temperature", type=float, default=0.7)
     p.add_argument("--top-p", type=float, default=1.0)
     p.add_argument("--max-tokens", type=int, default=256)
-    p.add_argument("--stop", action="append", default=[], metavar="TEXT", help="stop sequence (repeatable)")
-    p.add_argument("--curl", action="store_true", help="print the equivalent curl command instead of asking")
-    p.add_argument("--json", action="store_true", help="print the answer and its statistics as JSON")
+    p.add_argument("--stop", action="append", default=[], metavar="TEXT", help=_("stop sequence (repeatable)"))
+    p.add_argument("--curl", action="store_true", help=_("print the equivalent curl command instead of asking"))
+    p.add_argument("--json", action="store_true", help=_("print the answer and its statistics as JSON"))
     p.set_defaults(handler=run_chat)
 
     p = sub.add_parser(
-        "verify", help="ask training questions and score the answers: does the model answer what it was taught?",
-        description="Ask N questions from the run's training data (and its eval_dataset, as held-out), score "
-        "each answer against the expected output with chrF, and give the verdict. Exit 1 when it is negative.")
+        "verify", help=_("ask training questions and score the answers: does the model answer what it was taught?"),
+        description=_("Ask N questions from the run's training data (and its eval_dataset, as held-out), score "
+                      "each answer against the expected output with chrF, and give the verdict. Exit 1 when it "
+                      "is negative."))
     add_common(p)
-    p.add_argument("--server", metavar="ID", help="server id or prefix (default: the active one)")
-    p.add_argument("--run", help="training run whose data to ask (default: the one the served export came from)")
-    p.add_argument("--n", type=int, default=20, help="questions per split (default 20)")
-    p.add_argument("--json", action="store_true", help="print the per-question results and the score as JSON")
+    p.add_argument("--server", metavar="ID", help=_("server id or prefix (default: the active one)"))
+    p.add_argument("--run", help=_("training run whose data to ask (default: the one the served export came from)"))
+    p.add_argument("--n", type=int, default=20, help=_("questions per split (default 20)"))
+    p.add_argument("--json", action="store_true", help=_("print the per-question results and the score as JSON"))
     p.set_defaults(handler=run_verify)
     return ["serve", "servers", "stop-server", "chat", "verify"]
 
 
 def _print_commands(ws, record) -> None:
-    from core.i18n import _
     from core.serve import equivalent_commands
 
     cmds = equivalent_commands(ws, record)
@@ -87,7 +94,6 @@ def _print_commands(ws, record) -> None:
 
 
 def run_serve(args) -> int:
-    from core.i18n import _
     from core.serve import ServerError, read_api_key, start_server, stop_server, wait_ready
     from core.serve_plan import ServePlanError, plan_server
 
@@ -145,7 +151,6 @@ def run_serve(args) -> int:
 def run_servers(args) -> int:
     import time
 
-    from core.i18n import _
     from core.serve import list_servers
 
     ws = workspace(args)
@@ -164,7 +169,6 @@ def run_servers(args) -> int:
 
 
 def run_stop_server(args) -> int:
-    from core.i18n import _
     from core.serve import ServerError, find_server, stop_server
 
     ws = workspace(args)
@@ -176,7 +180,9 @@ def run_stop_server(args) -> int:
     if args.json:
         emit_json(record.summary())
     else:
-        print(_("server {id}: {status}", id=record.id, status=record.status))
+        from core.serve import status_label
+
+        print(_("server {id}: {status}", id=record.id, status=status_label(record.status)))
     return EXIT_OK
 
 
@@ -197,7 +203,6 @@ def _stream_answer(endpoint, messages, params, *, show: bool):
 
 def run_chat(args) -> int:
     from core.chat import ChatError, ChatParams, build_messages, curl_command
-    from core.i18n import _
     from core.serve import ServerError, endpoint, find_server
 
     ws = workspace(args)
@@ -240,7 +245,6 @@ def run_chat(args) -> int:
 
 def run_verify(args) -> int:
     from core.export import ExportError
-    from core.i18n import _
     from core.runs import RunError
     from core.serve import ServerError, endpoint, find_server
     from core.verify import VerifyError, run_of_server, run_questions, verify

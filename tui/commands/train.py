@@ -4,42 +4,45 @@ from __future__ import annotations
 
 import sys
 
+from core.i18n import _
 from tui.commands.output import emit_json, err, workspace
 
 
 def register(sub, add_common) -> list[str]:
-    p = sub.add_parser("train", help="start a training run (detached; survives SSH drops)",
-                       description="Start `llamafactory-cli train` on the config, detached under a supervisor. "
-                       "Without --detach, follow it with a progress bar and exit with its outcome; Ctrl-C "
-                       "leaves it running.")
+    p = sub.add_parser("train", help=_("start a training run (detached; survives SSH drops)"),
+                       description=_("Start `llamafactory-cli train` on the config, detached under a supervisor. "
+                                     "Without --detach, follow it with a progress bar and exit with its outcome; "
+                                     "Ctrl-C leaves it running."))
     add_common(p)
-    p.add_argument("--config", metavar="FILE", help="the train YAML (default: the wizard's, else configs/train.yaml)")
-    p.add_argument("--detach", action="store_true", help="start and return at once")
+    p.add_argument("--config", metavar="FILE",
+                   help=_("the train YAML (default: the wizard's, else configs/train.yaml)"))
+    p.add_argument("--detach", action="store_true", help=_("start and return at once"))
     p.set_defaults(handler=run_train)
 
-    p = sub.add_parser("runs", help="list training runs")
+    p = sub.add_parser("runs", help=_("list training runs"))
     add_common(p)
-    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--json", action="store_true", help=_("print JSON"))
     p.set_defaults(handler=run_runs)
 
-    p = sub.add_parser("monitor", help="follow a run's progress",
-                       description="Print a run's progress; with --json, one JSON object per update.")
+    p = sub.add_parser("monitor", help=_("follow a run's progress"),
+                       description=_("Print a run's progress; with --json, one JSON object per update."))
     add_common(p)
-    p.add_argument("run", metavar="RUN", nargs="?", help="run id or prefix (default: the newest)")
-    p.add_argument("--json", action="store_true", help="one JSON object per update")
-    p.add_argument("--follow", action="store_true", help="keep following until the run ends")
+    p.add_argument("run", metavar="RUN", nargs="?", help=_("run id or prefix (default: the newest)"))
+    p.add_argument("--json", action="store_true", help=_("one JSON object per update"))
+    p.add_argument("--follow", action="store_true", help=_("keep following until the run ends"))
     p.set_defaults(handler=run_monitor)
 
-    p = sub.add_parser("stop", help="stop a run gracefully (the adapter is saved)")
+    p = sub.add_parser("stop", help=_("stop a run gracefully (the adapter is saved)"))
     add_common(p)
-    p.add_argument("run", metavar="RUN", help="run id or prefix")
-    p.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the graceful stop (default 120)")
+    p.add_argument("run", metavar="RUN", help=_("run id or prefix"))
+    p.add_argument("--timeout", type=float, default=120.0,
+                   help=_("seconds to wait for the graceful stop (default 120)"))
     p.set_defaults(handler=run_stop)
 
-    p = sub.add_parser("resume", help="resume a stopped or failed run from its last checkpoint")
+    p = sub.add_parser("resume", help=_("resume a stopped or failed run from its last checkpoint"))
     add_common(p)
-    p.add_argument("run", metavar="RUN", help="run id or prefix")
-    p.add_argument("--detach", action="store_true", help="start and return at once")
+    p.add_argument("run", metavar="RUN", help=_("run id or prefix"))
+    p.add_argument("--detach", action="store_true", help=_("start and return at once"))
     p.set_defaults(handler=run_resume)
     return ["train", "runs", "monitor", "stop", "resume"]
 
@@ -69,7 +72,7 @@ def run_runs(args) -> int:
         emit_json({"runs": [_record_json(ws, r) for r in runs]})
         return 0
     if not runs:
-        print("no runs yet; start one with `devtune train`")
+        print(_("no runs yet; start one with `devtune train`"))
         return 0
     import time
 
@@ -80,7 +83,7 @@ def run_runs(args) -> int:
 
 
 def run_stop(args) -> int:
-    from core.runs import RunError, find_run, stop_run
+    from core.runs import RunError, find_run, status_label, stop_run
 
     ws = workspace(args)
     try:
@@ -89,10 +92,10 @@ def run_stop(args) -> int:
         err(str(exc))
         return 2
     if not record.active:
-        print(f"{record.id} is not running ({record.status.value})")
+        print(_("{id} is not running ({status})", id=record.id, status=status_label(record.status)))
         return 0
     final = stop_run(ws, record.id, graceful_timeout=args.timeout, progress=lambda m: print(m, file=sys.stderr))
-    print(f"{final.id}: {final.status.value}" + (f" — {final.note}" if final.note else ""))
+    print(f"{final.id}: {status_label(final.status)}" + (f" — {final.note}" if final.note else ""))
     return 0 if not final.active else 1
 
 
@@ -117,15 +120,15 @@ def run_resume(args) -> int:
     except RunError as exc:
         err(str(exc))
         return 2
-    print(f"resuming from {record.resume_checkpoint}")
+    print(_("resuming from {checkpoint}", checkpoint=record.resume_checkpoint))
     return _started(ws, record, args.detach)
 
 
 def _started(ws, record, detach: bool) -> int:
-    print(f"started run {record.id} (output: {record.output_dir})")
-    print(f"  logs: {ws.rel(ws.runs_dir / record.id)}/stdout.log, stderr.log")
+    print(_("started run {id} (output: {dir})", id=record.id, dir=record.output_dir))
+    print("  " + _("logs: {dir}/stdout.log, stderr.log", dir=ws.rel(ws.runs_dir / record.id)))
     if detach:
-        print(f"  follow it: devtune monitor {record.id} --follow    stop it: devtune stop {record.id}")
+        print("  " + _("follow it: devtune monitor {id} --follow    stop it: devtune stop {id}", id=record.id))
         return 0
     from tui.commands.follow import follow_run
 

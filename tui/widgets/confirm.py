@@ -34,9 +34,9 @@ class ConfirmScreen(ModalScreen[bool]):
     }
     """
     BINDINGS = [
-        Binding("escape", "answer(False)", "Cancel", id="confirm.cancel"),
-        Binding("y", "answer(True)", "Yes", id="confirm.yes"),
-        Binding("n", "answer(False)", "No", id="confirm.no"),
+        Binding("escape", "answer(False)", _("Cancel"), id="confirm.cancel"),
+        Binding("y", "answer(True)", _("Yes"), id="confirm.yes"),
+        Binding("n", "answer(False)", _("No"), id="confirm.no"),
     ]
 
     def __init__(self, question: str, *, yes: str | None = None, no: str | None = None) -> None:
