@@ -11,6 +11,7 @@ from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
 from core.i18n import _
+from tui.widgets.step_guide import StepGuide
 from tui.widgets.stepper import Stepper
 
 
@@ -50,6 +51,7 @@ class StepScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Stepper(self.STEP_ID, id="stepper")
+        yield StepGuide(self.STEP_ID, id="step-guide")
         if self.INTRO:
             yield Static(self.INTRO, classes="step-intro", id="step-intro")
         yield Static("", classes="step-error", id="step-error")
@@ -62,6 +64,7 @@ class StepScreen(Screen):
 
     def on_screen_resume(self) -> None:
         self.query_one(Stepper).refresh_steps()
+        self.query_one(StepGuide).refresh_guide()
 
     def on_resize(self, event) -> None:
         """On a short terminal (80x24 over SSH) the intro line gives its room to the step itself."""

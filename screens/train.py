@@ -195,6 +195,7 @@ class TrainScreen(StepScreen):
     # ------------------------------------------------------------ watching
     def attach(self, run_id: str) -> None:
         self.run_id = run_id
+        self.query_one(LossChart).empty_text = None
         self.query_one(LossChart).clear()
         self.query_one("#train-log", Log).clear()
         self.query_one(DiagnosisBox).hide()
@@ -237,6 +238,9 @@ class TrainScreen(StepScreen):
         self.snapshot = u.snapshot
         self._show_progress(u)
         chart = self.query_one(LossChart)
+        if not u.record.active and chart.empty_text is None:
+            chart.empty_text = _("no training step was logged in this run")
+            chart.clear()
         if u.metrics_changed or event.first:
             s = event.series
             chart.set_data(loss=s["loss"], smoothed=s["smoothed"], eval_loss=s["eval_loss"], lr=s["lr"],
@@ -273,7 +277,9 @@ class TrainScreen(StepScreen):
 
     def _show_gpus(self, u, first: bool) -> None:
         panel = self.query_one(GpuPanel)
-        panel.live = u.record.active
+        if panel.live != u.record.active:
+            panel.live = u.record.active
+            panel.redraw()
         status = u.gpu_status or {}
         if first and u.gpu_samples:
             panel.load_history(u.gpu_samples, status.get("reason"))
@@ -290,7 +296,8 @@ class TrainScreen(StepScreen):
         if status == "finished":
             self.set_status("done", _("run {id} finished", id=u.record.id))
         elif status == "failed":
-            self.set_status("attention", _("run {id} failed: {note}", id=u.record.id, note=u.record.note))
+            note = u.record.note or _("exit code {code}", code=u.record.exit_code)
+            self.set_status("attention", _("run {id} failed: {note}", id=u.record.id, note=note))
 
     def _refresh_buttons(self) -> None:
         active = bool(self.record and self.record.active)

@@ -140,10 +140,13 @@ class DevtuneApp(App[int]):
         self._refresh_stepper()
 
     def _refresh_stepper(self) -> None:
+        from tui.widgets.step_guide import StepGuide
         from tui.widgets.stepper import Stepper
 
         for stepper in self.screen.query(Stepper):
             stepper.refresh_steps()
+        for guide in self.screen.query(StepGuide):
+            guide.refresh_guide()
 
     # navigation
     def action_goto_step(self, step_id: str) -> None:

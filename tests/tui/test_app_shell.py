@@ -151,3 +151,22 @@ async def test_a_theme_chosen_in_the_palette_is_remembered(workspace, two_steps)
     again = DevtuneApp(workspace, watch_terminal=False)
     async with again.run_test(size=(80, 24)) as pilot:
         await wait_until(pilot, lambda: again.theme == "textual-light")
+
+
+async def test_the_guide_line_says_what_was_found_and_what_is_next(workspace, two_steps):
+    from tui.widgets.step_guide import StepGuide
+
+    app = DevtuneApp(workspace, watch_terminal=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.screen.query_one("#first-body"))
+        guide = app.screen.query_one(StepGuide)
+        assert not guide.has_class("-visible")
+        app.screen.set_status("attention", "3 errors in data.jsonl")
+        await wait_until(pilot, lambda: guide.has_class("-visible") and "3 errors" in str(guide.render()))
+        app.screen.set_status("done", "24 rows registered as support")
+        await wait_until(pilot, lambda: "next: ] 2 Second" in str(guide.render()))
+        assert "24 rows registered" in str(guide.render())
+        await pilot.press("right_square_bracket")
+        await wait_until(pilot, lambda: app.current_mode == "second")
+        app.screen.set_status("done", "all answered")
+        await wait_until(pilot, lambda: "journey is complete" in str(app.screen.query_one(StepGuide).render()))

@@ -130,6 +130,7 @@ class ChartRaster:
     width: int
     height: int
     loss_index: BlockIndex | None = None  # over data.loss's values, when the caller keeps one
+    empty_text: str | None = None  # what an empty chart says (default: waiting for the first logged step)
     rows: list[list[tuple[str, str]]] = field(default_factory=list)
 
     def draw(self) -> list[list[tuple[str, str]]]:
@@ -231,7 +232,7 @@ class ChartRaster:
         d = self.data
         parts: list[tuple[str, str]] = []
         if d.empty:
-            return [(_("waiting for the first logged step"), "axis")]
+            return [(self.empty_text or _("waiting for the first logged step"), "axis")]
         if d.loss[1]:
             parts.append((f"━ {_('loss')} {_fmt(d.loss[1][-1])}  ", "raw"))
         if d.smoothed[1]:

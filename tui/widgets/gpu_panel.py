@@ -127,7 +127,8 @@ class GpuPanel(Static):
 
     def render_panel(self, width: int, now: float | None = None) -> Content:
         if self.no_gpu or not self.samples:
-            title = _("no GPU on this machine (CPU run)") if self.no_gpu else _("waiting for GPU samples")
+            title = _("no GPU on this machine (CPU run)") if self.no_gpu else (
+                _("waiting for GPU samples") if self.live else _("no GPU samples were recorded for this run"))
             lines = [Content.styled(title, "bold $text-muted" if self.no_gpu else "$text-muted")]
             if self.reason:
                 lines.append(Content.styled(self.reason[: width * 3], "$text-muted"))

@@ -46,6 +46,7 @@ class LossChart(Widget):
         self.max_fps = max_fps
         self.data = ChartData()
         self.draws = 0  # how many times the raster was rebuilt (tests, bench)
+        self.empty_text: str | None = None  # what the chart says while it has no point
         self._dirty = False
         self._strips: list[Strip] | None = None
         self._built_for: tuple[int, int] = (0, 0)
@@ -115,7 +116,7 @@ class LossChart(Widget):
         self._loss_index.update(self.data.loss[1], max_blocks=INDEX_BLOCKS_PER_DRAW)
         if len(self._loss_index.mins) * BlockIndex.SIZE + BlockIndex.SIZE <= len(self.data.loss[1]):
             self._dirty = True  # more to index: the next redraw tick continues
-        rows = ChartRaster(self.data, width, height, self._loss_index).draw()
+        rows = ChartRaster(self.data, width, height, self._loss_index, self.empty_text).draw()
         base = self.rich_style
         styles = {name: base + self.get_component_rich_style(f"loss-chart--{name}", partial=True)
                   for name in ("axis", *LAYERS)}

@@ -1,0 +1,57 @@
+"""StepGuide: one line under the step bar that says what this step found and what to do next.
+
+Hidden until the step has an outcome; then "✓ <what it produced> → next: ] <next step>: <what it is
+for>", or "! <what needs attention>". It reads the wizard state; it parses nothing."""
+
+from __future__ import annotations
+
+from textual.content import Content
+from textual.widgets import Static
+
+from core.i18n import _
+
+
+class StepGuide(Static):
+    DEFAULT_CSS = """
+    StepGuide {
+        height: auto;
+        padding: 0 1;
+        display: none;
+    }
+    StepGuide.-visible {
+        display: block;
+    }
+    """
+
+    def __init__(self, step_id: str, **kwargs) -> None:
+        super().__init__("", **kwargs)
+        self.step_id = step_id
+
+    def on_mount(self) -> None:
+        self.refresh_guide()
+
+    def refresh_guide(self) -> None:
+        from screens import steps as step_registry
+
+        state = getattr(self.app, "state", None)
+        if state is None:
+            return
+        record = state.step(self.step_id)
+        status = record.status.value
+        ids = step_registry.step_ids()
+        if status == "done":
+            here = ids.index(self.step_id) if self.step_id in ids else -1
+            nxt = step_registry.STEPS[here + 1] if 0 <= here < len(ids) - 1 else None
+            head = Content.styled("✓ " + (record.summary or _("done")), "$success")
+            if nxt is None:
+                tail = Content("  " + _("— the journey is complete: your model answers from its training data."))
+            else:
+                tail = Content.styled("  → " + _("next: ] {number} {title}: {blurb}", number=here + 2,
+                                                 title=nxt.title, blurb=nxt.blurb), "$text-muted")
+            self.update(head + tail)
+            self.add_class("-visible")
+        elif status == "attention":
+            self.update(Content.styled("! " + (record.summary or _("needs attention")), "$warning"))
+            self.add_class("-visible")
+        else:
+            self.remove_class("-visible")
