@@ -20,7 +20,7 @@ from pathlib import Path
 
 from core.atomicfile import write_atomic
 from core.i18n import _
-from core.runs import RunError, RunRecord, RunStatus, find_run, list_runs, read_record, refresh, run_dir, start_run
+from core.runs import status_label, RunError, RunRecord, RunStatus, find_run, list_runs, read_record, refresh, run_dir, start_run
 from core.workspace import Workspace
 
 MERGE_YAML = "configs/merge.yaml"
@@ -139,7 +139,7 @@ def plan_export(ws: Workspace, run_ref: str | None = None, *, name: str | None =
         raise ExportError(_("run {id} is a {kind} run, not a training run", id=run.id, kind=run.kind))
     if run.active:
         raise ExportError(_("run {id} is still {status}; merge it when it has finished",
-                            id=run.id, status=run.status.value))
+                            id=run.id, status=status_label(run.status)))
     facts = read_train_facts(ws, run)
     warnings: list[str] = []
     if run.status is not RunStatus.FINISHED:

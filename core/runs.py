@@ -346,7 +346,7 @@ def resume_run(ws: Workspace, run_id: str) -> RunRecord:
     """Start a new run that continues `run_id` from its last checkpoint (same config and output_dir)."""
     old = refresh(run_dir(ws, run_id))
     if old.active:
-        raise RunError(_("run {id} is still {status}; stop it first", id=old.id, status=old.status.value))
+        raise RunError(_("run {id} is still {status}; stop it first", id=old.id, status=status_label(old.status)))
     if not old.output_dir:
         raise RunError(_("run {id} has no output_dir to resume from", id=old.id))
     checkpoint = last_checkpoint(ws.abs(old.output_dir))
