@@ -105,10 +105,13 @@ def _localize_argparse() -> None:
 
 def _split_workspace_positional(argv: list[str], names: set[str]) -> tuple[list[str], str | None]:
     """`devtune DIR` opens the wizard on DIR: a first positional that is not a command is a workspace."""
+    skip = False
     for i, arg in enumerate(argv):
+        if skip:  # the value of the option before
+            skip = False
+            continue
         if arg.startswith("-"):
-            if arg in ("-w", "--workspace", "--lang"):
-                break  # options with a value: leave the rest to argparse
+            skip = arg in ("-w", "--workspace", "--lang")
             continue
         if arg not in names:
             return argv[:i] + argv[i + 1:], arg

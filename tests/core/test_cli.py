@@ -20,6 +20,8 @@ def test_positional_workspace_is_not_a_command():
     assert _split_workspace_positional(["myws"], names) == ([], "myws")
     assert _split_workspace_positional(["demo", "x"], names) == (["demo", "x"], None)
     assert _split_workspace_positional(["-w", "x", "demo", "y"], names) == (["-w", "x", "demo", "y"], None)
+    assert _split_workspace_positional(["--lang", "zh", "myws"], names) == (["--lang", "zh"], "myws")
+    assert _split_workspace_positional(["--lang", "zh", "runs"], names) == (["--lang", "zh", "runs"], None)
 
 
 def test_wizard_refuses_without_a_terminal(devtune_cli, tmp_path):
