@@ -34,8 +34,14 @@ demo: setup serve-env
 test: setup serve-env
 	$(PYTEST) $(PYTEST_ARGS)
 
-bench: setup
+# Each benchmark prints its figures as ratios to a baseline measured in the same run.
+bench: setup serve-env
 	$(VENV)/bin/python bench/startup.py
+	$(VENV)/bin/python bench/lint.py
+	$(VENV)/bin/python bench/monitor.py
+	$(VENV)/bin/python bench/train_overhead.py
+	@$(DEVTUNE) demo $(DEMO_DIR) >/dev/null
+	$(VENV)/bin/python bench/playground.py -w $(DEMO_DIR) --serve models/tiny-llama3
 
 clean:
 	rm -rf $(VENV) .venv-serve $(DEMO_DIR)
