@@ -20,7 +20,7 @@ from pathlib import Path
 
 from core.atomicfile import write_atomic
 from core.i18n import _
-from core.runs import status_label, RunError, RunRecord, RunStatus, find_run, list_runs, read_record, refresh, run_dir, start_run
+from core.runs import status_label, RunRecord, RunStatus, find_run, list_runs, read_record, refresh, run_dir, start_run
 from core.workspace import Workspace
 
 MERGE_YAML = "configs/merge.yaml"

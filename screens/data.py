@@ -27,7 +27,7 @@ from tui.widgets.data_actions import DataActions
 from tui.widgets.data_file_tree import DataFileTree
 from tui.widgets.data_findings import DataFindings
 from tui.widgets.data_histogram import DataHistogram
-from tui.widgets.row_pager import WINDOW, RowPager
+from tui.widgets.row_pager import RowPager
 
 AUTO_LINT_BYTES = 64 << 20  # bigger files are linted when asked (l)
 PROCESS_LINT_BYTES = 8 << 20  # from this size lint runs in worker processes, leaving the UI thread free

@@ -18,6 +18,7 @@ import core.serve as serve
 from core.serve import (ServerError, endpoint, equivalent_commands, find_server, list_servers, read_server,
                         refresh_server, start_server, wait_ready)
 from core.serve_backends import LaunchPlan, ServeEnv, ServeOptions, launch_plan
+from tests.processes import group_members
 
 REPLAY = Path(__file__).resolve().parents[1] / "fixtures" / "serve" / "replay_server.py"
 
@@ -48,15 +49,6 @@ def gone(pid: int) -> bool:
         return True
 
 
-def group_members(pgid: int) -> list[int]:
-    out = []
-    for p in psutil.process_iter(["pid", "status"]):
-        try:
-            if os.getpgid(p.pid) == pgid and p.info["status"] != psutil.STATUS_ZOMBIE:
-                out.append(p.pid)
-        except OSError:
-            pass
-    return out
 
 
 def test_start_ready_chat_list_stop(workspace, tmp_path, replay_backend, devtune_cli):

@@ -5,7 +5,6 @@ taught."""
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest

@@ -18,12 +18,12 @@ import time
 from pathlib import Path
 
 import httpx
-import psutil
 import pytest
 import yaml
 
 from core.runs import refresh, run_dir, start_run
 from core.workspace import Workspace
+from tests.processes import group_members
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "serve"
 SERVE_PYTHON = Path(__file__).resolve().parents[2] / ".venv-serve" / "bin" / "python"
@@ -49,15 +49,6 @@ def devtune(ws: Workspace, *args: str, timeout: float = 900) -> tuple[int, str, 
     return proc.returncode, proc.stdout, proc.stderr
 
 
-def group_members(pgid: int) -> list[int]:
-    out = []
-    for p in psutil.process_iter(["pid", "status"]):
-        try:
-            if os.getpgid(p.pid) == pgid and p.info["status"] != psutil.STATUS_ZOMBIE:
-                out.append(p.pid)
-        except OSError:
-            pass
-    return out
 
 
 @pytest.fixture(scope="module")

@@ -4,11 +4,11 @@ Review a changed snapshot in the HTML report pytest writes, then accept it with
 `pytest tests/snapshots --snapshot-update`. Inputs are recorded, never live: the doctor replays the
 recorded CPU-only machine, the Train step shows a recorded real run."""
 
-import time
 
 import pytest
 
-from core.runs import RunRecord, RunStatus, write_record
+from core.runs import RunStatus
+from tests.recorded_runs import place_recorded_run
 from tests.snapshots.conftest import FIXTURES, cache_templates
 from tests.tui.helpers import wait_until
 from tui.app import DevtuneApp
@@ -67,28 +67,12 @@ def test_config_step_cpu_demo(snap_ws, snap_compare):
     assert snap_compare(app_on(snap_ws, "config"), terminal_size=SIZE, run_before=run_before)
 
 
-def _recorded_run(ws, name, fixture, status, code):
-    import shutil
-
-    src = FIXTURES / "logs" / fixture
-    out = ws.root / "saves" / name
-    out.mkdir(parents=True)
-    if (src / "trainer_log.jsonl").exists():
-        shutil.copy(src / "trainer_log.jsonl", out / "trainer_log.jsonl")
-    d = ws.runs_dir / name
-    d.mkdir(parents=True)
-    for log in ("stdout.log", "stderr.log"):
-        (d / log).write_bytes((src / log).read_bytes() if (src / log).exists() else b"")
-    write_record(d, RunRecord(id=name, argv=["llamafactory-cli", "train", "configs/train.yaml"], cwd=str(ws.root),
-                              config="configs/train.yaml", output_dir=f"saves/{name}", status=status,
-                              exit_code=code, started=1767225600.0, ended=1767225630.0, host="gpu-box"))
-
-
 @pytest.mark.parametrize("size", [(120, 40), (80, 24)])
 def test_train_step_reattached_to_a_finished_run(snap_ws, snap_compare, size):
     import shutil
 
-    _recorded_run(snap_ws, "20260101-000000-cpu-demo", "lf_normal", RunStatus.FINISHED, 0)
+    place_recorded_run(snap_ws, "20260101-000000-cpu-demo", "lf_normal", RunStatus.FINISHED, 0, 1767225600.0,
+                       host="gpu-box")
     shutil.copy(FIXTURES / "gpu" / "replay_mi300x_x8.jsonl", snap_ws.runs_dir / "20260101-000000-cpu-demo" / "gpu.jsonl")
 
     async def run_before(pilot):
@@ -100,7 +84,8 @@ def test_train_step_reattached_to_a_finished_run(snap_ws, snap_compare, size):
 
 
 def test_train_step_shows_the_diagnosis_of_a_failed_run(snap_ws, snap_compare):
-    _recorded_run(snap_ws, "20260101-000000-bad", "lf_no_valid_samples", RunStatus.FAILED, 1)
+    place_recorded_run(snap_ws, "20260101-000000-bad", "lf_no_valid_samples", RunStatus.FAILED, 1, 1767225600.0,
+                       host="gpu-box")
 
     async def run_before(pilot):
         await wait_until(pilot, lambda: pilot.app.screen.query_one("DiagnosisBox").has_class("-visible"))

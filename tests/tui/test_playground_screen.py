@@ -3,10 +3,8 @@ real server on a CPU: ~10 s): start from the screen, stream a chat, compare, cop
 stop; and re-attach to a server started before devtune opened."""
 
 import json
-import os
 import shutil
 
-import psutil
 import pytest
 
 from core.serve import list_servers, read_server, start_server, stop_server, wait_ready
@@ -16,17 +14,9 @@ from tests.core.test_export import make_run
 from tests.tui.helpers import stepper_text, wait_until
 from tui.app import DevtuneApp
 from tui.widgets.chat_transcript import ChatTranscript
+from tests.processes import group_members
 
 
-def group_members(pgid: int) -> list[int]:
-    out = []
-    for p in psutil.process_iter(["pid", "status"]):
-        try:
-            if os.getpgid(p.pid) == pgid and p.info["status"] != psutil.STATUS_ZOMBIE:
-                out.append(p.pid)
-        except OSError:
-            pass
-    return out
 
 
 @pytest.fixture

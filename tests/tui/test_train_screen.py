@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from core.runs import RunRecord, RunStatus, write_record
+from core.runs import RunStatus
 from screens import steps as step_registry
 from screens.steps import StepInfo
+from tests.recorded_runs import place_recorded_run
 from tests.tui.helpers import wait_until
 from tui.app import DevtuneApp
 
@@ -24,25 +25,8 @@ def train_only(monkeypatch):
         StepInfo("train", "Train", "screens.train:TrainScreen", "train"),))
 
 
-def place_run(ws, name: str, fixture: str, status: RunStatus, exit_code: int, started: float) -> RunRecord:
-    src = FIXTURES / "logs" / fixture
-    out = ws.root / "saves" / name
-    out.mkdir(parents=True)
-    if (src / "trainer_log.jsonl").exists():
-        shutil.copy(src / "trainer_log.jsonl", out / "trainer_log.jsonl")
-    d = ws.runs_dir / name
-    d.mkdir(parents=True)
-    for log in ("stdout.log", "stderr.log"):
-        (d / log).write_bytes((src / log).read_bytes() if (src / log).exists() else b"")
-    record = RunRecord(id=name, argv=["llamafactory-cli", "train", "configs/train.yaml"], cwd=str(ws.root),
-                       config="configs/train.yaml", output_dir=f"saves/{name}", status=status, exit_code=exit_code,
-                       started=started, ended=started + 30, note="")
-    write_record(d, record)
-    return record
-
-
 async def test_reattach_shows_history_and_gpu_replay(workspace, train_only):
-    place_run(workspace, "20260101-000000-normal", "lf_normal", RunStatus.FINISHED, 0, time.time() - 100)
+    place_recorded_run(workspace, "20260101-000000-normal", "lf_normal", RunStatus.FINISHED, 0, time.time() - 100)
     shutil.copy(FIXTURES / "gpu" / "replay_mi300x_x8.jsonl", workspace.runs_dir / "20260101-000000-normal" / "gpu.jsonl")
     app = DevtuneApp(workspace, watch_terminal=False)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -63,7 +47,7 @@ async def test_reattach_shows_history_and_gpu_replay(workspace, train_only):
 
 
 async def test_failed_run_shows_the_diagnosis_with_its_fix(workspace, train_only):
-    place_run(workspace, "20260101-000000-bad", "lf_no_valid_samples", RunStatus.FAILED, 1, time.time())
+    place_recorded_run(workspace, "20260101-000000-bad", "lf_no_valid_samples", RunStatus.FAILED, 1, time.time())
     app = DevtuneApp(workspace, watch_terminal=False)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = app.screen
@@ -86,7 +70,7 @@ async def test_no_config_says_where_to_go(workspace, train_only):
 
 
 async def test_small_terminal(workspace, train_only):
-    place_run(workspace, "20260101-000000-normal", "lf_normal", RunStatus.FINISHED, 0, time.time())
+    place_recorded_run(workspace, "20260101-000000-normal", "lf_normal", RunStatus.FINISHED, 0, time.time())
     app = DevtuneApp(workspace, watch_terminal=False)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_until(pilot, lambda: app.screen.record is not None)

@@ -1,0 +1,19 @@
+"""Process checks shared by the tests that start real servers and runs."""
+
+from __future__ import annotations
+
+import os
+
+import psutil
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes of a process group: what a stop must leave empty."""
+    out = []
+    for p in psutil.process_iter(["pid", "status"]):
+        try:
+            if os.getpgid(p.pid) == pgid and p.info["status"] != psutil.STATUS_ZOMBIE:
+                out.append(p.pid)
+        except OSError:
+            pass
+    return out
