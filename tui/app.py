@@ -54,6 +54,9 @@ class DevtuneApp(App[int]):
             self.state_problem = str(exc)
         for step in step_registry.STEPS:
             self.add_mode(step.id, self._screen_factory(step.id))
+        from tui.state_writer import StateWriter
+
+        self._state_writer = StateWriter(ws, self._state_written, self._state_write_failed)
         theme = os.environ.get("DEVTUNE_THEME") or self.state.settings.get("theme")
         self._initial_theme = THEME_ALIASES.get(theme or "", theme)
 
@@ -127,17 +130,30 @@ class DevtuneApp(App[int]):
     def _update_state(self, mutate: Callable[[WizardState], None]) -> None:
         mutate(self.state)
         self._refresh_stepper()
-        self.run_worker(lambda: self._persist(mutate), thread=True, group="state",
-                        exit_on_error=False, description=_("saving the workspace state"))
+        self._state_writer.submit(mutate)
 
-    def _persist(self, mutate: Callable[[WizardState], None]) -> None:
-        # read-modify-write under the workspace lock, so a CLI command running meanwhile is not clobbered
-        fresh = self.ws.update_state(mutate)
-        self.call_from_thread(self._adopt_state, fresh)
+    def _state_written(self, fresh: WizardState) -> None:
+        """In the writer thread, after the last queued change was written (it may hold CLI changes too)."""
+        try:
+            self.call_from_thread(self._adopt_state, fresh)
+        except RuntimeError:  # the app is closing
+            pass
 
     def _adopt_state(self, fresh: WizardState) -> None:
+        if self._state_writer.pending:  # a newer change is on its way: adopting now would undo it
+            return
         self.state = fresh
         self._refresh_stepper()
+
+    def _state_write_failed(self, exc: Exception) -> None:
+        try:
+            self.call_from_thread(self.notify, _("could not save the workspace state: {error}", error=str(exc)),
+                                  severity="error", timeout=10)
+        except RuntimeError:
+            pass
+
+    def on_unmount(self) -> None:
+        self._state_writer.close()
 
     def _refresh_stepper(self) -> None:
         from tui.widgets.step_guide import StepGuide

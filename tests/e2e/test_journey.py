@@ -56,7 +56,7 @@ async def test_the_whole_journey(demo):
                          and data.report.file.endswith("support_clean.jsonl"), timeout=60)
         actions.query_one("#register-write", Button).press()
         await wait_until(pilot, lambda: app.state.dataset_name == "support", timeout=60)
-        assert "1 Data ✓" in stepper_text(app)
+        await wait_until(pilot, lambda: "1 Data ✓" in stepper_text(app))
 
         # 2. Doctor: the CPU-only machine is described plainly
         await pilot.press("right_square_bracket")
