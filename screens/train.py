@@ -240,7 +240,8 @@ class TrainScreen(StepScreen):
         chart = self.query_one(LossChart)
         if not u.record.active and chart.empty_text is None:
             chart.empty_text = _("no training step was logged in this run")
-            chart.clear()
+            if chart.data.empty:
+                chart.clear()  # redraw the empty chart with that text
         if u.metrics_changed or event.first:
             s = event.series
             chart.set_data(loss=s["loss"], smoothed=s["smoothed"], eval_loss=s["eval_loss"], lr=s["lr"],

@@ -75,3 +75,21 @@ async def test_small_terminal(workspace, train_only):
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_until(pilot, lambda: app.screen.record is not None)
         assert app.screen.query_one("LossChart").size.height >= 3
+
+
+async def test_the_chart_keeps_its_points_when_the_run_ends(workspace, train_only):
+    """A run seen running, then ended with no new step: its loss stays on the chart."""
+    from core.runs import read_record, run_dir, write_record
+
+    rec = place_recorded_run(workspace, "20260101-000000-live", "lf_normal", RunStatus.RUNNING, None, time.time())
+    app = DevtuneApp(workspace, watch_terminal=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.screen
+        chart = screen.query_one("LossChart")
+        await wait_until(pilot, lambda: len(chart.data.loss[0]) > 0)
+        n = len(chart.data.loss[0])
+        d = run_dir(workspace, rec.id)
+        write_record(d, read_record(d).model_copy(update={"status": RunStatus.FINISHED, "exit_code": 0}))
+        await wait_until(pilot, lambda: screen.record.status is RunStatus.FINISHED, timeout=30)
+        await pilot.pause(0.5)
+        assert len(chart.data.loss[0]) == n
