@@ -17,51 +17,32 @@ import os
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
-from pydantic import BaseModel, Field, ValidationError
 
 from core.atomicfile import write_atomic
+from core.state_peek import StepStatus  # noqa: F401  (re-exported: `from core.workspace import StepStatus`)
+
+if TYPE_CHECKING:
+    from core.state import WizardState
+
+# pydantic is imported with the state model, only when the state is loaded or saved: `devtune --help`
+# and the wizard's first frame do without it (core.state_peek reads the file with json alone).
+_LAZY = {"WizardState": "core.state", "StepRecord": "core.state", "SCHEMA_VERSION": "core.state"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'core.workspace' has no attribute {name!r}")
+
 from core.i18n import _
 
-SCHEMA_VERSION = 1
 STEP_IDS = ("data", "doctor", "config", "train", "merge", "playground")
 ENV_WORKSPACE = "DEVTUNE_WORKSPACE"
-
-
-class StepStatus(str, Enum):
-    NOT_STARTED = "not_started"
-    ATTENTION = "attention"
-    DONE = "done"
-
-
-class StepRecord(BaseModel):
-    status: StepStatus = StepStatus.NOT_STARTED
-    summary: str = ""  # one line: what the step found or produced
-    updated: float = 0.0
-
-
-class WizardState(BaseModel):
-    """Everything the wizard remembers about one workspace between sessions."""
-
-    schema_version: int = SCHEMA_VERSION
-    current_step: str = "data"
-    steps: dict[str, StepRecord] = Field(default_factory=dict)
-    dataset_file: str | None = None  # workspace-relative path of the chosen dataset
-    dataset_name: str | None = None  # its name in data/dataset_info.json
-    config_file: str | None = None  # workspace-relative path of the train YAML
-    active_run: str | None = None
-    export_dir: str | None = None
-    active_server: str | None = None
-    settings: dict[str, str] = Field(default_factory=dict)  # small UI preferences
-
-    def step(self, step_id: str) -> StepRecord:
-        return self.steps.get(step_id) or StepRecord()
-
-    def set_step(self, step_id: str, status: StepStatus, summary: str = "") -> None:
-        self.steps[step_id] = StepRecord(status=status, summary=summary, updated=time.time())
 
 
 class StateError(Exception):
@@ -160,8 +141,12 @@ class Workspace:
             finally:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
-    def load_state(self) -> WizardState:
+    def load_state(self) -> "WizardState":
         """The saved state, or a fresh one. A state file that cannot be read is kept aside, not lost."""
+        from pydantic import ValidationError
+
+        from core.state import SCHEMA_VERSION, WizardState
+
         try:
             raw = self.state_file.read_bytes()
         except FileNotFoundError:
@@ -185,16 +170,18 @@ class Workspace:
                                           path=self.state_file, version=state.schema_version))
         return state
 
-    def save_state(self, state: WizardState) -> None:
+    def save_state(self, state: "WizardState") -> None:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         write_atomic(self.state_file, state.model_dump_json(indent=2) + "\n")
 
-    def update_state(self, mutate: Callable[[WizardState], None]) -> WizardState:
+    def update_state(self, mutate: Callable[["WizardState"], None]) -> "WizardState":
         """Read, change and write the state under the lock; returns the new state."""
         with self.locked():
             try:
                 state = self.load_state()
             except StateUnreadable:
+                from core.state import WizardState
+
                 state = WizardState()  # the damaged file was kept aside by load_state
             mutate(state)
             self.save_state(state)

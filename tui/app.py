@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from textual import events
 from textual.app import App, SystemCommand
@@ -18,8 +18,12 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from core.i18n import _
-from core.workspace import StateError, StepStatus, WizardState, Workspace
+from core.state_peek import StatePeek, StepStatus, peek_state
+from core.workspace import Workspace
 from screens import steps as step_registry
+
+if TYPE_CHECKING:
+    from core.state import WizardState
 
 TERMINAL_CHECK_SECONDS = 5.0
 THEME_ALIASES = {"light": "textual-light", "dark": "textual-dark"}
@@ -47,18 +51,29 @@ class DevtuneApp(App[int]):
         self.ws = ws
         self.watch_terminal = watch_terminal
         self.state_problem: str | None = None
-        try:
-            self.state: WizardState = ws.load_state()
-        except StateError as exc:
-            self.state = WizardState()
-            self.state_problem = str(exc)
+        # The first frame is painted from a quick look at state.json (standard library only); the full
+        # WizardState (pydantic) is loaded in a worker right after, then the step opens.
+        self.state: WizardState | StatePeek = peek_state(ws.state_file)
+        self._state_writer = None
         for step in step_registry.STEPS:
             self.add_mode(step.id, self._screen_factory(step.id))
-        from tui.state_writer import StateWriter
-
-        self._state_writer = StateWriter(ws, self._state_written, self._state_write_failed)
         theme = os.environ.get("DEVTUNE_THEME") or self.state.settings.get("theme")
         self._initial_theme = THEME_ALIASES.get(theme or "", theme)
+
+    def get_default_screen(self) -> Screen:
+        from tui.splash import SplashScreen
+
+        return SplashScreen(self._start_step())
+
+    def _start_step(self) -> str | None:
+        ids = step_registry.step_ids()
+        if not ids:
+            return None
+        return self.state.current_step if self.state.current_step in ids else ids[0]
+
+    @property
+    def state_loaded(self) -> bool:
+        return self._state_writer is not None
 
     @staticmethod
     def _screen_factory(step_id: str) -> Callable[[], Screen]:
@@ -71,16 +86,37 @@ class DevtuneApp(App[int]):
     def on_mount(self) -> None:
         if self._initial_theme in self.available_themes:
             self.theme = self._initial_theme
-        self.ws.ensure()
         self.sub_title = str(self.ws.root)
-        steps = step_registry.STEPS
-        if steps:
-            start = self.state.current_step if self.state.current_step in step_registry.step_ids() else steps[0].id
-            self.switch_mode(start)
-        if self.state_problem:
-            self.notify(self.state_problem, severity="warning", timeout=10)
         if self.watch_terminal:
             self._watch_terminal()
+        self.call_after_refresh(self._load_state)
+
+    def _load_state(self) -> None:
+        self.run_worker(self._read_state, thread=True, exclusive=True, group="state-load", exit_on_error=False,
+                        description=_("reading the workspace state"))
+
+    def _read_state(self) -> None:
+        from core.state import WizardState
+        from core.workspace import StateError
+
+        self.ws.ensure()
+        problem = None
+        try:
+            state = self.ws.load_state()
+        except StateError as exc:
+            state, problem = WizardState(), str(exc)
+        self.call_from_thread(self._state_ready, state, problem)
+
+    def _state_ready(self, state: WizardState, problem: str | None) -> None:
+        from tui.state_writer import StateWriter
+
+        self.state, self.state_problem = state, problem
+        self._state_writer = StateWriter(self.ws, self._state_written, self._state_write_failed)
+        start = self._start_step()
+        if start:
+            self.switch_mode(start)
+        if problem:
+            self.notify(problem, severity="warning", timeout=10)
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
         if getattr(event.widget, "cursor_blink", False):
@@ -88,7 +124,7 @@ class DevtuneApp(App[int]):
 
     def watch_theme(self, theme: str) -> None:
         """Remember a theme chosen in the command palette for the next time this workspace opens."""
-        if self.is_mounted and self.state.settings.get("theme") != theme:
+        if self.is_mounted and self.state_loaded and self.state.settings.get("theme") != theme:
             self._update_state(lambda s: s.settings.__setitem__("theme", theme))
 
     def _watch_terminal(self) -> None:
@@ -128,6 +164,8 @@ class DevtuneApp(App[int]):
         self._update_state(apply)
 
     def _update_state(self, mutate: Callable[[WizardState], None]) -> None:
+        if self._state_writer is None:
+            return  # the state is still loading: nothing can change it yet (no step is open)
         mutate(self.state)
         self._refresh_stepper()
         self._state_writer.submit(mutate)
@@ -153,7 +191,8 @@ class DevtuneApp(App[int]):
             pass
 
     def on_unmount(self) -> None:
-        self._state_writer.close()
+        if self._state_writer is not None:
+            self._state_writer.close()
 
     def _refresh_stepper(self) -> None:
         from tui.widgets.step_guide import StepGuide

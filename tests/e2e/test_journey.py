@@ -13,7 +13,7 @@ from textual.widgets import Button, Checkbox
 from core.demo import seed_demo
 from core.serve import list_servers, stop_server
 from core.workspace import Workspace
-from tests.tui.helpers import stepper_text, wait_until
+from tests.tui.helpers import opened, stepper_text, wait_until
 from tui.app import DevtuneApp
 
 SERVE_PYTHON = Path(__file__).resolve().parents[2] / ".venv-serve" / "bin" / "python"
@@ -42,7 +42,7 @@ async def test_the_whole_journey(demo):
     async with app.run_test(size=(120, 40)) as pilot:
         # 1. Data: the messy sample is linted on open, fixed (with the confirm for --yes), registered
         await wait_until(pilot, lambda: app.current_mode == "data")
-        data = app.screen
+        data = await opened(pilot, app)
         data.open_file(ws.data_dir / "support_messy.jsonl")
         await wait_until(pilot, lambda: data.report is not None and data.report.file.endswith("support_messy.jsonl"))
         assert "1 Data !" in stepper_text(app)

@@ -10,7 +10,7 @@ import pytest
 from core.runs import RunStatus
 from tests.recorded_runs import place_recorded_run
 from tests.snapshots.conftest import FIXTURES, cache_templates
-from tests.tui.helpers import wait_until
+from tests.tui.helpers import opened, wait_until
 from tui.app import DevtuneApp
 
 SIZE = (120, 40)
@@ -23,7 +23,7 @@ def app_on(ws, step: str) -> DevtuneApp:
 
 def test_data_step_with_the_messy_sample(snap_ws, snap_compare):
     async def run_before(pilot):
-        screen = pilot.app.screen
+        screen = await opened(pilot, pilot.app)
         screen.open_file(snap_ws.data_dir / "support_messy.jsonl")
         await wait_until(pilot, lambda: screen.report is not None)
         await pilot.pause()
@@ -35,6 +35,7 @@ def test_doctor_step_on_a_recorded_cpu_machine(snap_ws, snap_compare, monkeypatc
     monkeypatch.setenv("DEVTUNE_DOCTOR_REPLAY", str(FIXTURES / "doctor" / "machines" / "cpu-only"))
 
     async def run_before(pilot):
+        await opened(pilot, pilot.app)
         await wait_until(pilot, lambda: pilot.app.screen.report is not None)
         await pilot.pause()
 
@@ -46,6 +47,7 @@ def test_doctor_step_on_a_recorded_mi300x_box_not_in_render_group(snap_ws, snap_
                        str(FIXTURES / "doctor" / "machines" / "mi300x8-not-in-render-group"))
 
     async def run_before(pilot):
+        await opened(pilot, pilot.app)
         await wait_until(pilot, lambda: pilot.app.screen.report is not None)
         await pilot.pause()
 
@@ -60,6 +62,7 @@ def test_config_step_cpu_demo(snap_ws, snap_compare):
     cache_templates(snap_ws)
 
     async def run_before(pilot):
+        await opened(pilot, pilot.app)
         await wait_until(pilot, lambda: "lora_rank:" in pilot.app.screen.query_one("FilesPreview")
                          .text_of("preview-yaml"))
         await pilot.pause()
@@ -76,7 +79,7 @@ def test_train_step_reattached_to_a_finished_run(snap_ws, snap_compare, size):
     shutil.copy(FIXTURES / "gpu" / "replay_mi300x_x8.jsonl", snap_ws.runs_dir / "20260101-000000-cpu-demo" / "gpu.jsonl")
 
     async def run_before(pilot):
-        screen = pilot.app.screen
+        screen = await opened(pilot, pilot.app)
         await wait_until(pilot, lambda: screen.snapshot is not None and len(screen.query_one("GpuPanel").samples) == 8)
         await pilot.pause(0.6)  # the chart redraws at most 4 times a second
 
@@ -88,6 +91,7 @@ def test_train_step_shows_the_diagnosis_of_a_failed_run(snap_ws, snap_compare):
                        host="gpu-box")
 
     async def run_before(pilot):
+        await opened(pilot, pilot.app)
         await wait_until(pilot, lambda: pilot.app.screen.query_one("DiagnosisBox").has_class("-visible"))
         await pilot.pause(0.6)
 
@@ -96,6 +100,7 @@ def test_train_step_shows_the_diagnosis_of_a_failed_run(snap_ws, snap_compare):
 
 def test_merge_step_with_nothing_to_merge(snap_ws, snap_compare):
     async def run_before(pilot):
+        await opened(pilot, pilot.app)
         await wait_until(pilot, lambda: "No training run yet" in str(pilot.app.screen.query_one("#merge-plan").render()))
 
     assert snap_compare(app_on(snap_ws, "merge"), terminal_size=SIZE, run_before=run_before)
@@ -103,6 +108,7 @@ def test_merge_step_with_nothing_to_merge(snap_ws, snap_compare):
 
 def test_playground_step_before_a_server(snap_ws, snap_compare):
     async def run_before(pilot):
+        await opened(pilot, pilot.app)
         await pilot.pause(0.5)
 
     assert snap_compare(app_on(snap_ws, "playground"), terminal_size=SIZE, run_before=run_before)
@@ -112,6 +118,7 @@ def test_help_in_the_light_theme(snap_ws, snap_compare, monkeypatch):
     monkeypatch.setenv("DEVTUNE_THEME", "light")
 
     async def run_before(pilot):
+        await opened(pilot, pilot.app)
         await pilot.press("f1")
         await pilot.pause()
 

@@ -25,3 +25,12 @@ def stepper_text(app) -> str:
     from tui.widgets.stepper import Stepper
 
     return str(app.screen.query_one(Stepper).render())
+
+
+async def opened(pilot, app, timeout: float = 30.0):
+    """The step screen, once the wizard has loaded the state and opened it (the first frame is a splash)."""
+    from screens.base import StepScreen
+
+    await wait_until(pilot, lambda: isinstance(app.screen, StepScreen) and app.screen.is_mounted, timeout)
+    await pilot.pause()
+    return app.screen

@@ -122,9 +122,10 @@ async def test_worker_error_is_shown_not_a_crash(workspace, two_steps):
 async def test_unreadable_state_is_reported(workspace, two_steps):
     workspace.state_file.write_text("{broken")
     app = DevtuneApp(workspace, watch_terminal=False)
-    assert app.state_problem and "kept" in app.state_problem
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_until(pilot, lambda: app.screen.query_one("#first-body"))
+        assert app.state_problem and "kept" in app.state_problem
+    assert list(workspace.state_dir.glob("state.json.unreadable-*"))
 
 
 async def test_light_theme_and_no_animation_or_blink(workspace, two_steps, monkeypatch):
@@ -151,6 +152,22 @@ async def test_a_theme_chosen_in_the_palette_is_remembered(workspace, two_steps)
     again = DevtuneApp(workspace, watch_terminal=False)
     async with again.run_test(size=(80, 24)) as pilot:
         await wait_until(pilot, lambda: again.theme == "textual-light")
+
+
+async def test_the_first_frame_shows_the_step_bar_before_the_step_opens(workspace, two_steps):
+    from tui.splash import SplashScreen
+
+    from core.workspace import StepStatus
+
+    workspace.update_state(lambda s: (setattr(s, "current_step", "second"),
+                                      s.set_step("first", StepStatus.DONE, "all fine")))
+    app = DevtuneApp(workspace, watch_terminal=False)
+    assert app.state.current_step == "second" and app.state.step("first").status.value == "done"
+    async with app.run_test(size=(80, 24)) as pilot:
+        # the splash is the default screen: drawn from the quick look at state.json
+        assert isinstance(app.screen_stack[0], SplashScreen)
+        await wait_until(pilot, lambda: app.current_mode == "second" and app.screen.query_one("#second-body"))
+        assert "First ✓" in stepper_text(app) and app.state_loaded
 
 
 async def test_the_guide_line_says_what_was_found_and_what_is_next(workspace, two_steps):

@@ -12,7 +12,7 @@ import yaml
 
 from core.runs import refresh, run_dir, start_run
 from core.workspace import Workspace
-from tests.tui.helpers import stepper_text, wait_until
+from tests.tui.helpers import opened, stepper_text, wait_until
 from tui.app import DevtuneApp
 
 ROWS = [{"instruction": "How long does a refund take?", "input": "", "output": "3 to 5 business days."},
@@ -50,7 +50,7 @@ async def test_merge_from_the_screen_then_refuse_the_same_folder(trained_ws):
     ws, run_id = trained_ws
     app = open_on(ws, "merge")
     async with app.run_test(size=(120, 40)) as pilot:
-        screen = app.screen
+        screen = await opened(pilot, app)
         await wait_until(pilot, lambda: screen.query_one("#merge-run").value == run_id)
         await wait_until(pilot, lambda: "configs/merge.yaml" in str(screen.query_one("#merge-plan").render()))
         assert "template llama3" in str(screen.query_one("#merge-plan").render())

@@ -11,7 +11,7 @@ from core.serve import list_servers, read_server, start_server, stop_server, wai
 from core.serve_plan import plan_server
 from core.workspace import Workspace
 from tests.core.test_export import make_run
-from tests.tui.helpers import stepper_text, wait_until
+from tests.tui.helpers import opened, stepper_text, wait_until
 from tui.app import DevtuneApp
 from tui.widgets.chat_transcript import ChatTranscript
 from tests.processes import group_members
@@ -32,7 +32,7 @@ async def test_start_chat_compare_curl_stop(ws_with_model: Workspace):
     ws = ws_with_model
     app = DevtuneApp(ws, watch_terminal=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        screen = app.screen
+        screen = await opened(pilot, app)
         screen.query_one("#pg-model").value = "models/tiny-llama3"
         screen.query_one("#pg-backend").value = "llamafactory"
         await pilot.press("f5")
@@ -94,7 +94,7 @@ async def test_reattach_and_verify_against_the_runs_data(ws_with_model: Workspac
 
     app = DevtuneApp(ws, watch_terminal=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        screen = app.screen
+        screen = await opened(pilot, app)
         await wait_until(pilot, lambda: screen.query_one("#pg-server").value == record.id)
         await pilot.press("f7")
         table = screen.query_one("#pg-verify")

@@ -13,7 +13,7 @@ from core.runs import RunStatus
 from screens import steps as step_registry
 from screens.steps import StepInfo
 from tests.recorded_runs import place_recorded_run
-from tests.tui.helpers import wait_until
+from tests.tui.helpers import opened, wait_until
 from tui.app import DevtuneApp
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -30,7 +30,7 @@ async def test_reattach_shows_history_and_gpu_replay(workspace, train_only):
     shutil.copy(FIXTURES / "gpu" / "replay_mi300x_x8.jsonl", workspace.runs_dir / "20260101-000000-normal" / "gpu.jsonl")
     app = DevtuneApp(workspace, watch_terminal=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        screen = app.screen
+        screen = await opened(pilot, app)
         await wait_until(pilot, lambda: screen.record is not None and screen.record.id.endswith("normal"))
         chart = screen.query_one("LossChart")
         await wait_until(pilot, lambda: len(chart.data.loss[0]) > 0)
@@ -50,7 +50,7 @@ async def test_failed_run_shows_the_diagnosis_with_its_fix(workspace, train_only
     place_recorded_run(workspace, "20260101-000000-bad", "lf_no_valid_samples", RunStatus.FAILED, 1, time.time())
     app = DevtuneApp(workspace, watch_terminal=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        screen = app.screen
+        screen = await opened(pilot, app)
         box = screen.query_one("DiagnosisBox")
         await wait_until(pilot, lambda: box.has_class("-visible"))
         text = str(box.render())
@@ -62,7 +62,7 @@ async def test_failed_run_shows_the_diagnosis_with_its_fix(workspace, train_only
 async def test_no_config_says_where_to_go(workspace, train_only):
     app = DevtuneApp(workspace, watch_terminal=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        status = app.screen.query_one("#train-status")
+        status = (await opened(pilot, app)).query_one("#train-status")
         await wait_until(pilot, lambda: "Config" in str(status.render()))
         await pilot.press("s")
         await wait_until(pilot, lambda: app.screen.query_one("#step-error").has_class("-visible"))
@@ -84,7 +84,7 @@ async def test_the_chart_keeps_its_points_when_the_run_ends(workspace, train_onl
     rec = place_recorded_run(workspace, "20260101-000000-live", "lf_normal", RunStatus.RUNNING, None, time.time())
     app = DevtuneApp(workspace, watch_terminal=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        screen = app.screen
+        screen = await opened(pilot, app)
         chart = screen.query_one("LossChart")
         await wait_until(pilot, lambda: len(chart.data.loss[0]) > 0)
         n = len(chart.data.loss[0])
