@@ -105,7 +105,8 @@ class DoctorScreen(StepScreen):
         tree.plan([(v.id, v.title, v.category, category_title(v.category)) for v in self.verdicts])
         tree.focus()
         tree.select_check(self.verdicts[0].id)
-        self.action_rerun_all()
+        # start the probes once the tree is on screen: a dozen tools starting at once would delay it
+        self.call_after_refresh(self.action_rerun_all)
 
     # ---- running -------------------------------------------------------------------------------
     def _doctor_context(self):
