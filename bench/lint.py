@@ -10,8 +10,10 @@ in its own process, in interleaved rounds, and reported as a ratio to the baseli
 - peak RSS of each (the largest process, workers included)
 - the first preview page: core (open + first page) and on screen (DevtuneApp headless, open → rows shown)
 
-Targets (issue 3): lint ≤ 1.5× baseline; --jobs 2 ≥ 1.6× faster than --jobs 1; peak RSS ≤ 150 MB;
-first page on screen ≤ 0.5 s.
+Targets (issue 3): lint ≤ 1.5× baseline, both in one process (--jobs 1 against the single-process
+baseline: the same work per row); --jobs 2 ≥ 1.6× faster than --jobs 1; peak RSS ≤ 150 MB; first page
+on screen ≤ 0.5 s. The machine's load average is printed before and after: other work on a 2-CPU
+machine changes the --jobs 2 figure most.
 """
 
 from __future__ import annotations
@@ -82,8 +84,9 @@ def measure_first_page_screen(path: str) -> dict:
         with tempfile.TemporaryDirectory() as tmp:
             app = DevtuneApp(Workspace(Path(tmp)).ensure(), watch_terminal=False)
             async with app.run_test(size=(120, 40)) as pilot:
-                while not isinstance(app.screen, DataScreen):
-                    await pilot.pause(0.01)
+                while not (isinstance(app.screen, DataScreen) and app.screen.is_mounted):
+                    await pilot.pause(0.01)  # the first frame is the splash; the step opens after
+                await pilot.pause()
                 screen = app.screen
                 pager = screen.query_one(RowPager)
                 t0 = time.perf_counter()
@@ -161,6 +164,7 @@ def main() -> None:
     if default_jobs not in (1, 2):
         runs.append(("lint", default_jobs))
     results: dict[str, list[dict]] = {}
+    load_before = os.getloadavg()[0]
     for r in range(args.repeat):
         for kind, jobs in runs:
             name = kind if kind == "baseline" else f"lint --jobs {jobs}"
@@ -168,9 +172,15 @@ def main() -> None:
             results.setdefault(name, []).append(res)
             print(f"  round {r + 1}: {name:<16} {res['seconds']:6.2f} s  cpu {res['cpu']:6.2f} s  "
                   f"{res['rss_mb']:6.0f} MB", file=sys.stderr)
+    page_errors: dict[str, str] = {}
     for kind in ("page-core", "page-screen"):
         for _ in range(args.repeat):
-            results.setdefault(kind, []).append(run_child(kind, path))
+            try:
+                results.setdefault(kind, []).append(run_child(kind, path))
+            except SystemExit as exc:  # the lint figures still stand; say what failed
+                page_errors[kind] = str(exc).strip().splitlines()[-1][:200]
+                results.pop(kind, None)
+                break
 
     med = {k: statistics.median(x["seconds"] for x in v) for k, v in results.items()}
     cpu = {k: statistics.median(x["cpu"] for x in v) for k, v in results.items()}
@@ -189,17 +199,24 @@ def main() -> None:
         print(f"{name:<20}{s:>9.2f}{rows / s:>12,.0f}{size / 1e6 / s:>8.0f}{s / base:>12.2f}{cpu[name]:>8.2f}"
               f"{cpu[name] / cpu['baseline']:>7.2f}{rss[name]:>8.0f} MB")
     j1, j2 = med["lint --jobs 1"], med["lint --jobs 2"]
+    best = {k: min(x["seconds"] for x in v) for k, v in results.items()}
     load = os.getloadavg()[0]
-    print(f"--jobs 2 speed-up over --jobs 1: {j1 / j2:.2f}×  (target ≥ 1.6×; load average now {load:.1f} on "
-          f"{cpus} CPUs)")
-    print(f"lint --jobs 1 / baseline: {j1 / base:.2f}×; default (--jobs {default_jobs}) / baseline: "
-          f"{med[f'lint --jobs {default_jobs}'] / base:.2f}×  (target ≤ 1.5×)")
+    print(f"--jobs 2 speed-up over --jobs 1: {j1 / j2:.2f}× median, "
+          f"{best['lint --jobs 1'] / best['lint --jobs 2']:.2f}× best  (target ≥ 1.6×; load average "
+          f"{load_before:.1f} before, {load:.1f} now, on {cpus} CPUs)")
+    print(f"lint --jobs 1 / baseline: {j1 / base:.2f}× median, {best['lint --jobs 1'] / best['baseline']:.2f}× best "
+          f"(target ≤ 1.5×); default (--jobs {default_jobs}) / baseline: "
+          f"{med[f'lint --jobs {default_jobs}'] / base:.2f}×")
     print(f"peak RSS of lint (largest process): {max(rss[k] for k in rss if k.startswith('lint')):.0f} MB "
           f"(target ≤ 150 MB)")
-    print(f"first page, core (open + 200 rows): {med['page-core'] * 1000:.0f} ms")
-    shown = results["page-screen"]
-    print(f"first page on screen (open → rows painted): {med['page-screen'] * 1000:.0f} ms (target ≤ 500 ms); "
-          f"index still building then: {all(x['index_still_building'] for x in shown)}")
+    if "page-core" in results:
+        print(f"first page, core (open + 200 rows): {med['page-core'] * 1000:.0f} ms")
+    if "page-screen" in results:
+        shown = results["page-screen"]
+        print(f"first page on screen (open → rows painted): {med['page-screen'] * 1000:.0f} ms (target ≤ 500 ms); "
+              f"index still building then: {all(x['index_still_building'] for x in shown)}")
+    for kind, error in page_errors.items():
+        print(f"{kind}: not measured, the child failed: {error}")
     findings = results["lint --jobs 1"][0]
     print(f"lint found: {findings['errors']} errors, {findings['warnings']:,} warnings "
           f"({findings['findings']:,} findings)")

@@ -1,8 +1,8 @@
 """Checks of the text inside the fields: whitespace, personal data, mojibake, repetition, short outputs
 (table A4 rules 20, 21, 26), and the repairs `fix` applies for them.
 
-`block_hit_lines` is a cheap scan of a whole block whose hits are a superset of the rows with personal
-data, zero-width characters or mojibake; only those rows get the exact (slower) checks of `check_texts`.
+`core.dataset.prefilter` finds, cheaply and per block, a superset of the rows with personal data,
+zero-width characters or mojibake; only those rows get the exact (slower) checks of `check_texts`.
 """
 
 from __future__ import annotations
@@ -24,54 +24,6 @@ PII_PATTERNS = (("phone", CN_MOBILE), ("phone", INTL_PHONE), ("phone", US_PHONE)
                 ("id", CN_ID))
 MOJIBAKE = re.compile("\ufffd|锟斤拷|Ã[\u0080-\u00bf]|â€|Â[\u00a0-\u00bf]")
 
-# Prefilters: cheap block-level scans whose hits are a superset of the rows with a content problem.
-# `re` scans fast only for a pattern that starts with a literal byte (~0.4 ns/byte), bytes.find fastest
-# for a single byte (memchr, ~0.05 ns/byte): each pattern runs only when find() sees its first byte.
-_PREFILTERS = tuple((first, re.compile(p)) for first, p in (
-    (b"@", rb"[A-Za-z0-9._%+-]@"),  # e-mail
-    (b"+", rb"\+[1-9]"),  # international phone
-    (b"1", rb"1(?:[3-9][0-9]{9}|9[0-9]{2}(?:0[1-9]|1[0-2]))"),  # Chinese mobile; ID number born 19xx
-    (b"2", rb"20[0-9]{2}(?:0[1-9]|1[0-2])[0-3][0-9]"),  # ID number born 20xx (also dates: checked exactly)
-    (b"-", rb"-[0-9]{4}(?![0-9])"),  # 555-123-4567, (555) 123-4567
-))
-_NON_ASCII_PREFILTERS = tuple((first, re.compile(p)) for first, p in (
-    (b"\xe2", rb"\xe2(?:\x80[\x8b-\x8d]|\x81\xa0)"),  # zero-width space / joiners / word joiner
-    (b"\xef", rb"\xef(?:\xbb\xbf|\xbf\xbd)"),  # BOM inside the text, U+FFFD
-    (b"\xc3", rb"\xc3[\x80-\xbf]"),  # Latin-1 mojibake (Ã©, Ã¤ ...)
-    (b"\xc2", rb"\xc2[\xa0-\xbf]"),  # Â
-    (b"\xe9", rb"\xe9\x94\x9f\xe6\x96\xa4"),  # 锟斤 (of 锟斤拷); a 3-byte find() is slower than this regex
-))
-ESCAPED_PREFILTER = re.compile(rb"\\u(?:200[bcdBCD]|2060|[fF][eE][fF][fF]|[fF][fF][fF][dD]|00[cC][23])")
-
-
-def block_hit_lines(body: bytes) -> frozenset[int]:
-    """Indices of the lines of `body` (split on \\n) where a content problem may be."""
-    pos: list[int] = []
-    find = body.find
-    for first, rx in _PREFILTERS:
-        if find(first) >= 0:
-            pos += [m.start() for m in rx.finditer(body)]
-    if not body.isascii():
-        for first, rx in _NON_ASCII_PREFILTERS:
-            if find(first) >= 0:
-                pos += [m.start() for m in rx.finditer(body)]
-    elif find(b"\\u") >= 0:
-        pos += [m.start() for m in ESCAPED_PREFILTER.finditer(body)]
-    if not pos:
-        return frozenset()
-    out = set()
-    line = prev = 0
-    for p in sorted(pos):
-        line += body.count(b"\n", prev, p)
-        prev = p
-        out.add(line)
-    return frozenset(out)
-
-
-def row_may_hit(raw: bytes) -> bool:
-    """The prefilters for one row (the exact path)."""
-    return bool(block_hit_lines(raw))
-
 
 def repetition_ratio(text: str, n: int = 10) -> float:
     """Share of the character n-grams of `text` that repeat an earlier one (0 = none, → 1 = loops)."""
@@ -80,6 +32,21 @@ def repetition_ratio(text: str, n: int = 10) -> float:
         return 0.0
     distinct = len({text[i:i + n] for i in range(total)})
     return 1.0 - distinct / total
+
+
+def repetition_over(text: str, limit: float = 0.6, n: int = 10) -> float | None:
+    """`repetition_ratio(text)` when it is above `limit`, else None; most texts are settled by their first
+    (1 - limit) share of n-grams: when those are already distinct enough, the ratio cannot exceed limit."""
+    total = len(text) - n + 1
+    if total <= 1:
+        return None
+    head = min(total, int((1.0 - limit) * total) + 2)
+    seen = {text[i:i + n] for i in range(head)}
+    if 1.0 - len(seen) / total <= limit:
+        return None
+    seen.update({text[i:i + n] for i in range(head, total)})
+    ratio = 1.0 - len(seen) / total  # = repetition_ratio(text, n)
+    return ratio if ratio > limit else None
 
 
 def maybe_repetitive(output: str) -> bool:
@@ -131,8 +98,8 @@ def check_texts(texts, output: str, line: int, out: list[Finding], *, pii: bool 
             "L{line}: likely mojibake (garbled characters or U+FFFD) in {fields}; check the source encoding",
             line=line, fields=", ".join(bad))))
     if maybe_repetitive(output):
-        ratio = repetition_ratio(output)
-        if ratio > 0.6:
+        ratio = repetition_over(output, 0.6)
+        if ratio is not None:
             out.append(finding("repetition", line, _(
                 "L{line}: output repeats itself ({pct}% repeated 10-character runs); check the source",
                 line=line, pct=int(ratio * 100))))

@@ -11,57 +11,26 @@
 - sharegpt / messages: the system turn into `system`, earlier pairs into `history`.
 - JSON with question/answer (or other alias) keys: renamed, `context` into `input`.
 
-Every source unit (session, pair, CSV row, JSON row) ends in the output or in the rejects file.
+Every source unit (session, pair, CSV row, JSON row; read by `core.dataset.sources`) ends in the output or
+in the rejects file.
 Two passes: the first finds whether any row needs `history`/`system` (so every row has the same keys).
 """
 
 from __future__ import annotations
 
-import csv
 import os
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
 from core.dataset.fix import FixRefused, FixReport, RowWriter, default_rejects_path
-from core.dataset.reader import CSV, EMPTY, JSON_ARRAY, JSON_STREAM, JSONL, TEXT, ReadNotes, iter_records, \
-    iter_text_lines, probe_file
-from core.dataset.schema import ALIASES, ALPACA, MESSAGES, SHAREGPT, detect_schema
+from core.dataset.reader import CSV, EMPTY, TEXT, ReadNotes, iter_text_lines, probe_file
+from core.dataset.schema import ALPACA, MESSAGES, SHAREGPT, detect_schema
+from core.dataset.sources import _CHAT, _QA, _TIME, ConvertError, Unit, csv_units, json_units, text_units
 from core.i18n import _
 
 SOURCES = ("auto", "chatlog", "qa", "csv", "sharegpt", "messages")
-
-_TIME = re.compile(r"^\s*\[?\s*(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}[ T])?\d{1,2}:\d{2}(?::\d{2})?\s*\]?\s*")
-_USER_TAGS = r"用户|客户|顾客|买家|访客|会员|User|Customer|Client|Human|Visitor|Buyer"
-_AGENT_TAGS = r"客服|坐席|助手|商家|卖家|人工客服|机器人|Agent|Support|Assistant|Staff|Bot|Seller|AI"
-_CHAT = re.compile(rf"^(?:(?P<user>{_USER_TAGS})|(?P<agent>{_AGENT_TAGS}))[\w\-#. ]{{0,12}}?\s*[:：]\s*(?P<text>.*)$",
-                   re.IGNORECASE)
-_QA = re.compile(r"^(?:(?P<user>Q|问|问题|Question)|(?P<agent>A|答|回答|答案|Answer))\s*[:：.、]\s*(?P<text>.*)$",
-                 re.IGNORECASE)
-_HEADER = re.compile(r"^\s*(?:={2,}|-{3,}|#{1,6}\s|\*{2,}).*$|^\s*(?:会话|对话|Session|Conversation|Chat)\s*[#:：\w-]*"
-                     r"\s*(?:={2,})?\s*$", re.IGNORECASE)
-PROMPT_COLUMNS = ("instruction", "question", "prompt", "query", "q", "customer_question", "user", "问题", "用户问题")
-RESPONSE_COLUMNS = ("output", "answer", "response", "reply", "agent_reply", "a", "completion", "答案", "回复", "回答")
-INPUT_COLUMNS = ("input", "context")
-
-
-class ConvertError(Exception):
-    """The source cannot be converted as asked (message says which file/column and what to do)."""
-
-
-@dataclass
-class Unit:
-    """One source unit that becomes one row (or a reject): a session, a pair, a CSV or JSON row."""
-
-    line: int
-    turns: list[tuple[str, str]] = field(default_factory=list)  # (user|assistant, text)
-    system: str = ""
-    context: str = ""
-    raw: str = ""
-    problem: str = ""  # set when the unit cannot become a row
-    notes: list[str] = field(default_factory=list)  # repaired on the way (reported, row kept)
 
 
 @dataclass
@@ -123,198 +92,6 @@ def detect_source(path: Path) -> str:
                          "messages); use --from, or --columns for CSV", file=path))
 
 
-# ------------------------------------------------------------------ text sources
-
-def _text_units(path: Path, mode: str, report: ConvertReport) -> Iterator[Unit]:
-    probe = probe_file(path)
-    pattern = _QA if mode == "qa" else _CHAT
-    unit: Unit | None = None
-    last_role = None
-
-    def close() -> Iterator[Unit]:
-        nonlocal unit, last_role
-        if unit is not None and unit.turns:
-            yield unit
-        unit, last_role = None, None
-
-    for line, text in iter_text_lines(path, probe.encoding, ReadNotes()):
-        stripped = text.strip()
-        if not stripped:
-            if mode == "chatlog" or (unit is not None and unit.turns and unit.turns[-1][0] == "assistant"):
-                yield from close()
-            continue
-        if _HEADER.match(stripped) and not pattern.match(_TIME.sub("", stripped, count=1)):
-            yield from close()
-            continue
-        body = _TIME.sub("", stripped, count=1).strip()
-        m = pattern.match(body) or (_CHAT.match(body) if mode == "qa" else _QA.match(body))
-        if m is None:
-            if unit is not None and unit.turns:  # a continuation line of the last turn
-                role, prev = unit.turns[-1]
-                unit.turns[-1] = (role, prev + "\n" + body)
-                unit.raw += "\n" + text
-            else:
-                report.ignored_lines.append(line)
-            continue
-        role = "user" if m.group("user") else "assistant"
-        said = m.group("text").strip()
-        if mode == "qa" and role == "user" and unit is not None and unit.turns:
-            yield from close()  # Q&A: every question starts a new pair
-        if unit is None:
-            unit = Unit(line)
-        unit.raw += ("\n" if unit.raw else "") + text
-        if role == last_role and unit.turns:
-            unit.turns[-1] = (role, unit.turns[-1][1] + "\n" + said)
-            unit.notes.append(_("consecutive lines of one speaker joined"))
-        else:
-            unit.turns.append((role, said))
-        last_role = role
-    yield from close()
-
-
-# ------------------------------------------------------------------ CSV
-
-def _csv_units(path: Path, columns: dict[str, str] | None, report: ConvertReport) -> Iterator[Unit]:
-    probe = probe_file(path)
-    text_lines = (t + "\n" for _n, t in iter_text_lines(path, probe.encoding, ReadNotes()))
-    first = next(text_lines, "")
-    dialect = "excel-tab" if first.count("\t") > first.count(",") or path.suffix.lower() == ".tsv" else "excel"
-    reader = csv.reader(_chain(first, text_lines), dialect=dialect)
-    header = next(reader, None)
-    if not header:
-        raise ConvertError(_("{file}: no header row", file=path))
-    header = [h.strip().lstrip("\ufeff") for h in header]
-    cols = _pick_columns(header, columns, path)
-    for n, row in enumerate(reader, start=2):
-        if not any(c.strip() for c in row):
-            continue
-        line = reader.line_num or n
-        get = {name: (row[i].strip() if i < len(row) else "") for name, i in cols.items()}
-        unit = Unit(line, raw=",".join(row))
-        if len(row) != len(header):
-            unit.problem = _("{got} cells, the header has {want}", got=len(row), want=len(header))
-        elif not get.get("instruction") or not get.get("output"):
-            unit.problem = _("empty {what}", what="instruction" if not get.get("instruction") else "output")
-        unit.turns = [("user", get.get("instruction", "")), ("assistant", get.get("output", ""))]
-        unit.context = get.get("input", "")
-        yield unit
-
-
-def _chain(first: str, rest) -> Iterator[str]:
-    yield first
-    yield from rest
-
-
-def _pick_columns(header: list[str], columns: dict[str, str] | None, path: Path) -> dict[str, int]:
-    lower = [h.lower() for h in header]
-    chosen: dict[str, int] = {}
-    if columns:
-        for target, name in columns.items():
-            if target not in ("instruction", "input", "output"):
-                raise ConvertError(_("--columns: {target} is not instruction, input or output", target=target))
-            if name not in header and name.lower() not in lower:
-                raise ConvertError(_("{file}: no column \"{name}\"; columns are: {columns}", file=path, name=name,
-                                     columns=", ".join(header)))
-            chosen[target] = header.index(name) if name in header else lower.index(name.lower())
-    for target, names in (("instruction", PROMPT_COLUMNS), ("output", RESPONSE_COLUMNS), ("input", INPUT_COLUMNS)):
-        if target in chosen:
-            continue
-        idx = next((lower.index(n.lower()) for n in names if n.lower() in lower), None)
-        if idx is None and target != "input":
-            key = ("question", "问") if target == "instruction" else ("answer", "reply", "response", "答", "回复")
-            idx = next((i for i, h in enumerate(lower) if any(k in h for k in key)), None)
-        if idx is not None:
-            chosen[target] = idx
-    if "instruction" not in chosen or "output" not in chosen:
-        raise ConvertError(_("{file}: cannot tell which columns are the question and the answer (columns: "
-                             "{columns}); pass --columns instruction=COL,output=COL", file=path,
-                             columns=", ".join(header)))
-    return chosen
-
-
-# ------------------------------------------------------------------ JSON sources
-
-def _json_units(path: Path, kind: str) -> Iterator[Unit]:
-    import orjson
-
-    from core.dataset.diagnose import diagnose
-    from core.dataset.lint import sample_rows
-
-    probe = probe_file(path)
-    if probe.layout not in (JSONL, JSON_ARRAY, JSON_STREAM):
-        raise ConvertError(_("{file} is not JSON; use --from chatlog, qa or csv", file=path))
-    schema = detect_schema(v for _r, v in sample_rows(probe))
-    for rec in iter_records(probe, ReadNotes()):
-        raw = rec.raw.decode("utf-8", "replace")
-        try:
-            values = [orjson.loads(rec.raw)]
-        except orjson.JSONDecodeError:
-            d = diagnose(rec.raw, rec.line)
-            values = d.values
-            if not values:
-                yield Unit(rec.line, raw=raw, problem=d.reason or _("invalid JSON"))
-                continue
-        for value in values:
-            yield _conversation_unit(value, rec.line, raw, schema) if kind in ("sharegpt", "messages") else \
-                _qa_unit(value, rec.line, raw)
-
-
-def _qa_unit(value: Any, line: int, raw: str) -> Unit:
-    unit = Unit(line, raw=raw)
-    if not isinstance(value, dict):
-        unit.problem = _("not a JSON object")
-        return unit
-    pair = next(((p, r) for p, r in ALIASES if p in value and r in value), None)
-    if pair is None:
-        unit.problem = _("no question/answer keys (keys: {keys})", keys=", ".join(list(value)[:6]))
-        return unit
-    q, a = value[pair[0]], value[pair[1]]
-    if not isinstance(q, str) or not isinstance(a, str):
-        unit.problem = _("question or answer is not text")
-        return unit
-    ctx = next((value[k] for k in ("input", "context") if k in value and k not in pair), "")
-    unit.context = ctx if isinstance(ctx, str) else ""
-    history = value.get("history")
-    if isinstance(history, list):
-        for h in history:
-            if isinstance(h, list) and len(h) == 2 and all(isinstance(x, str) for x in h):
-                unit.turns += [("user", h[0]), ("assistant", h[1])]
-    unit.turns += [("user", q), ("assistant", a)]
-    if isinstance(value.get("system"), str):
-        unit.system = value["system"]
-    return unit
-
-
-def _conversation_unit(value: Any, line: int, raw: str, schema) -> Unit:
-    unit = Unit(line, raw=raw)
-    msgs = value.get(schema.messages) if isinstance(value, dict) else None
-    if not isinstance(msgs, list) or not msgs:
-        unit.problem = _("no \"{key}\" list of turns", key=schema.messages)
-        return unit
-    for k, m in enumerate(msgs):
-        if not isinstance(m, dict) or not isinstance(m.get(schema.content_tag), str):
-            unit.problem = _("turn {turn} is not a {{role, content}} object with text", turn=k + 1)
-            return unit
-        role = str(m.get(schema.role_tag, "")).lower()
-        text = m[schema.content_tag]
-        if role in ("system",):
-            if unit.turns:
-                unit.problem = _("a system turn in the middle of the conversation (turn {turn})", turn=k + 1)
-                return unit
-            unit.system = text
-        elif role in ("human", "user"):
-            unit.turns.append(("user", text))
-        elif role in ("gpt", "assistant", "model"):
-            unit.turns.append(("assistant", text))
-        else:
-            unit.problem = _("turn {turn} has role \"{role}\" (tool or function calls have no alpaca form)",
-                             turn=k + 1, role=role)
-            return unit
-    if isinstance(value.get("system"), str) and not unit.system:
-        unit.system = value["system"]
-    return unit
-
-
 # ------------------------------------------------------------------ units → rows
 
 def unit_to_row(unit: Unit, with_history: bool, with_system: bool) -> dict | str:
@@ -351,10 +128,10 @@ def unit_to_row(unit: Unit, with_history: bool, with_system: bool) -> dict | str
 
 def _units(path: Path, kind: str, columns: dict[str, str] | None, report: ConvertReport) -> Iterator[Unit]:
     if kind in ("chatlog", "qa") and probe_file(path).layout == TEXT:
-        return _text_units(path, kind, report)
+        return text_units(path, kind, report)
     if kind == "csv":
-        return _csv_units(path, columns, report)
-    return _json_units(path, kind)
+        return csv_units(path, columns, report)
+    return json_units(path, kind)
 
 
 def convert_file(source: str | os.PathLike, output: str | os.PathLike, *, source_format: str = "auto",

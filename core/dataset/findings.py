@@ -91,6 +91,28 @@ def finding(rule_id: str, line: int, message: str, *, column: int | None = None,
     return Finding(rule_id, severity or rule.severity, line, message, fix or rule.fix, column)
 
 
+def findings_for_pairs(rule_id: str, template: str, pairs) -> list[Finding]:
+    """One finding per (line, other) pair, from a translated template with {line} and {other} (duplicates
+    and conflicts: tens of thousands in a large file). The template is turned into a %-format once."""
+    from string import Formatter
+
+    rule = RULES[rule_id]
+    try:
+        fields = list(Formatter().parse(template))
+    except ValueError:
+        fields = []
+    names = [name for _lit, name, _spec, _conv in fields if name is not None]
+    simple = fields and all(not spec and not conv for _lit, name, spec, conv in fields if name is not None)
+    if not simple or sorted(names) != ["line", "other"]:
+        return [Finding(rule_id, rule.severity, line, template.format(line=line, other=other), rule.fix)
+                for line, other in pairs]
+    fmt = "".join(lit.replace("%", "%%") + ("%d" if name else "") for lit, name, _spec, _conv in fields)
+    sev, fix = rule.severity, rule.fix
+    if names[0] == "line":
+        return [Finding(rule_id, sev, line, fmt % (line, other), fix) for line, other in pairs]
+    return [Finding(rule_id, sev, line, fmt % (other, line), fix) for line, other in pairs]
+
+
 def count_by_severity(findings) -> dict[str, int]:
     counts = {ERROR: 0, WARNING: 0, INFO: 0}
     for f in findings:

@@ -3,14 +3,16 @@
 The scan keeps three 64-bit integers per row (line, hash of the prompt side, hash of the output) in
 `array('q')`s, 24 bytes a row, never the rows themselves. Duplicates are found afterwards by sorting
 (numpy when present, a dict otherwise), so --jobs workers can each fingerprint their part of the file
-and duplicates across parts are still found, with global line numbers.
+and duplicates across parts are still found, with global line numbers. Only rows whose prompt hash
+repeats can be duplicates or conflicts: one plain sort picks them out, and the exact grouping then
+works on those few rows.
 
 Hashes are Python's `hash()` of the strings, which differs between interpreters unless they share the
 hash seed: the scan runs its workers with `fork` (same seed) or with PYTHONHASHSEED fixed (`spawn`).
 
-Memory stays bounded whatever the file size: a part with many rows spills its fingerprints to BUCKETS
-files by prompt hash (rows that can be duplicates or conflicts share a bucket), and the duplicates are
-then found one bucket at a time.
+Memory stays bounded whatever the file size: up to SPILL_ROWS rows (24 MiB) stay in memory; a part with
+more spills its fingerprints to BUCKETS files by prompt hash (rows that can be duplicates or conflicts
+share a bucket), and the duplicates are then found one bucket at a time.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from array import array
 from dataclasses import dataclass, field
 
 BUCKETS = 64
-SPILL_ROWS = 500_000  # rows kept in memory by one part before they go to disk
-SPILL_AT_END = 200_000  # a part with more rows than this hands them over on disk, not in memory
+SPILL_ROWS = 1 << 20  # rows (24 MiB) kept in memory by one part before they go to disk
+SPILL_AT_END = 1 << 20  # --jobs workers together hand over this many rows in memory, more on disk
 
 
 @dataclass
@@ -65,8 +67,8 @@ class Fingerprints:
         rows[:, 0] = np.frombuffer(self.lines, dtype=np.int64)
         rows[:, 1] = np.frombuffer(self.prompts, dtype=np.int64)
         rows[:, 2] = np.frombuffer(self.outputs, dtype=np.int64)
-        bucket = rows[:, 1] & (BUCKETS - 1)
-        order = np.argsort(bucket, kind="stable")
+        bucket = (rows[:, 1] & (BUCKETS - 1)).astype(np.uint8)
+        order = np.argsort(bucket, kind="stable")  # a radix sort for uint8
         rows, bucket = rows[order], bucket[order]
         bounds = np.searchsorted(bucket, np.arange(BUCKETS + 1))
         for b in range(BUCKETS):
@@ -122,6 +124,8 @@ def find_duplicates(parts: list[Fingerprints]) -> DuplicateReport:
         return _find_with_dicts(parts)
     if not any(p.spilled for p in parts):
         return _find_with_numpy(parts)
+    for p in parts:  # all on disk, so that each bucket is read, never carved out of the rows in memory
+        p.spill()
     duplicates: list[tuple[int, int]] = []
     conflicts: list[tuple[int, int]] = []
     for b in range(BUCKETS):  # one bucket at a time: same prompt → same bucket
@@ -137,17 +141,58 @@ def find_duplicates(parts: list[Fingerprints]) -> DuplicateReport:
 
 
 def _find_with_numpy(parts: list[Fingerprints]) -> DuplicateReport:
+    """The parts in memory: only the prompt column is put together; lines and outputs are read for the
+    candidate rows only (a --jobs run holds several parts at once)."""
     import numpy as np
 
-    def column(name: str, shift: bool = False):
-        arrays = [np.frombuffer(getattr(p, name), dtype=np.int64) + (p.delta if shift else 0)
-                  for p in parts if len(p)]
-        return arrays[0].copy() if len(arrays) == 1 else np.concatenate(arrays)
-
-    return _find_arrays(column("lines", True), column("prompts"), column("outputs"))
+    cols = [(np.frombuffer(p.lines, dtype=np.int64), np.frombuffer(p.prompts, dtype=np.int64),
+             np.frombuffer(p.outputs, dtype=np.int64), p.delta) for p in parts if len(p)]
+    prompts = cols[0][1] if len(cols) == 1 else np.concatenate([c[1] for c in cols])
+    keep = _candidates(prompts)
+    lines = np.empty(len(keep), dtype=np.int64)
+    outputs = np.empty(len(keep), dtype=np.int64)
+    start = 0
+    for part_lines, _prompts, part_outputs, delta in cols:
+        lo, hi = np.searchsorted(keep, [start, start + len(part_lines)])
+        at = keep[lo:hi] - start
+        lines[lo:hi] = part_lines[at] + delta
+        outputs[lo:hi] = part_outputs[at]
+        start += len(part_lines)
+    return _find_in_groups(lines, prompts[keep], outputs)
 
 
 def _find_arrays(lines, prompts, outputs) -> DuplicateReport:
+    """Duplicates and conflicts from the three columns (numpy int64 arrays)."""
+    keep = _candidates(prompts)
+    return _find_in_groups(lines[keep], prompts[keep], outputs[keep])
+
+
+def _candidates(prompts):
+    """Sorted indices of the rows that can be duplicates or conflicts: those whose prompt hash may occur
+    twice or more. One plain sort of (high bits of the hash | row index) finds them: rows whose high bits
+    equal a neighbour's (a few more than the repeated prompts; _find_in_groups is exact)."""
+    import numpy as np
+
+    n = len(prompts)
+    if n < 2:
+        return np.empty(0, dtype=np.int64)
+    bits = max(1, (n - 1).bit_length())
+    low = np.uint64((1 << bits) - 1)
+    keys = prompts.view(np.uint64) & ~low
+    keys |= np.arange(n, dtype=np.uint64)
+    keys.sort()
+    high = keys & ~low
+    same = high[1:] == high[:-1]
+    del high
+    pick = np.zeros(n, dtype=bool)
+    pick[1:] = same
+    pick[:-1] |= same
+    keep = (keys[pick] & low).astype(np.int64)
+    keep.sort()
+    return keep
+
+
+def _find_in_groups(lines, prompts, outputs) -> DuplicateReport:
     import numpy as np
 
     by_line = np.argsort(lines, kind="stable")  # parts and exact-path rows interleave: put them in file order

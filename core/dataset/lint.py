@@ -3,10 +3,10 @@ and `fix` share.
 
     report = lint_file("data/support_messy.jsonl", LintOptions(cutoff_len=1024, jobs=2))
 
-UTF-8 JSON Lines take the hot loop (`scan.scan_jsonl_part`), split by byte offset across `jobs` worker
-processes whose results are merged with global line numbers; duplicates across parts are found from
-the merged fingerprints. Other layouts and encodings take the general loop. Near duplicates and exact
-token counts are opt-in passes after the scan.
+UTF-8 JSON Lines take the hot loop (`hotloop.scan_jsonl_part`), split by byte offset across `jobs`
+worker processes whose results are merged with global line numbers (`parts`); duplicates across parts
+are found from the merged fingerprints. Other layouts and encodings take the general loop
+(`scan.scan_records`). Near duplicates and exact token counts are opt-in passes after the scan.
 """
 
 from __future__ import annotations
@@ -14,21 +14,20 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
-from core.dataset.findings import ERROR, INFO, NONE, SAFE, WARNING, Finding, count_by_severity, finding
+from core.dataset.findings import (ERROR, INFO, NONE, SAFE, WARNING, Finding, count_by_severity, finding,
+                                   findings_for_pairs)
 from core.dataset.fingerprints import find_duplicates
 from core.dataset.reader import (CSV, EMPTY, JSON_ARRAY, JSON_STREAM, JSONL, TEXT, FileProbe, ReadNotes,
                                  iter_records, probe_file)
-from core.dataset.hotloop import scan_jsonl_part
-from core.dataset.scan import PartResult, ScanContext, relocate, scan_records, severity_of_key_change
+from core.dataset.parts import LintProgress, merge_parts, run_parts, split_parts
+from core.dataset.scan import PartResult, ScanContext, paused_gc, scan_records, severity_of_key_change
 from core.dataset.schema import ALPACA, UNKNOWN, Schema, detect_schema
 from core.dataset.stats import DatasetStats, StatsAccumulator, build_stats
 from core.i18n import _
 
 SCHEMA_SAMPLE_ROWS = 200
-MIN_PART_BYTES = 4 << 20  # below this a file is scanned in one process whatever --jobs says
 ALLOWED_SUFFIXES = (".json", ".jsonl", ".csv", ".parquet", ".arrow", ".txt")
 
 
@@ -39,13 +38,6 @@ class LintOptions:
     near_dups: bool = False
     jobs: int = 1
     start_method: str | None = None  # fork | spawn | None (fork when this process has no other thread)
-
-
-@dataclass(frozen=True)
-class LintProgress:
-    phase: str  # scan | duplicates | near-duplicates | tokens
-    done: int
-    total: int
 
 
 @dataclass
@@ -122,116 +114,6 @@ def _expected_keys(rows, schema: Schema) -> tuple[tuple[str, ...], int]:
             return tuple(value), max(0, len(rec.raw) - body)
     keys = (schema.prompt, schema.query, schema.response) if schema.query else (schema.prompt, schema.response)
     return keys, 12 * len(keys)
-
-
-# ------------------------------------------------------------------ parts and workers
-
-def split_parts(path: Path, size: int, jobs: int) -> list[tuple[int, int]]:
-    if jobs <= 1 or size < MIN_PART_BYTES * 2:
-        return [(0, size)]
-    jobs = min(jobs, max(1, size // MIN_PART_BYTES))
-    bounds = [0]
-    with open(path, "rb") as fh:
-        for i in range(1, jobs):
-            fh.seek(size * i // jobs)
-            fh.readline()
-            at = fh.tell()
-            if bounds[-1] < at < size:
-                bounds.append(at)
-    bounds.append(size)
-    return [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
-
-
-def _start_method(requested: str | None) -> str:
-    import multiprocessing
-    import threading
-
-    methods = multiprocessing.get_all_start_methods()
-    if requested:
-        return requested
-    return "fork" if "fork" in methods and threading.active_count() == 1 else "spawn"
-
-
-def _run_parts(ctx: ScanContext, parts: list[tuple[int, int]], opts: LintOptions,
-               progress: Callable[[LintProgress], None] | None) -> list[PartResult]:
-    if len(parts) == 1:
-        total = parts[0][1]
-        tick = (lambda done: progress(LintProgress("scan", done, total))) if progress else None
-        return [scan_jsonl_part(ctx, parts[0][0], parts[0][1], False, tick)]
-    import multiprocessing
-
-    method = _start_method(opts.start_method)
-    mp = multiprocessing.get_context(method)
-    # with fork the workers share this process's str hashes, so it scans the first part itself;
-    # with spawn every part goes to a worker started with the same PYTHONHASHSEED
-    own = method == "fork"
-    pool = _pool(mp, len(parts) - own, seed=None if own else "0")
-    with pool:
-        pending = [pool.apply_async(scan_jsonl_part, (ctx, a, b, i > 0))
-                   for i, (a, b) in enumerate(parts) if i or not own]
-        tick = (lambda done: progress(LintProgress("scan", done, parts[-1][1]))) if progress else None
-        results = [scan_jsonl_part(ctx, parts[0][0], parts[0][1], False, tick)] if own else []
-        for job in pending:
-            results.append(job.get())
-            if progress:
-                progress(LintProgress("scan", parts[len(results) - 1][1], parts[-1][1]))
-        return results
-
-
-def _pool(mp, n: int, seed: str | None):
-    """A pool whose processes start with PYTHONHASHSEED=seed; the variable is set only while they start."""
-    if seed is None:
-        return mp.Pool(n)
-    saved = os.environ.get("PYTHONHASHSEED")
-    os.environ["PYTHONHASHSEED"] = seed
-    try:
-        return mp.Pool(n)
-    finally:
-        if saved is None:
-            os.environ.pop("PYTHONHASHSEED", None)
-        else:
-            os.environ["PYTHONHASHSEED"] = saved
-
-
-def _merge(results: list[PartResult], schema: Schema) -> tuple[PartResult, list]:
-    merged = PartResult(stats=StatsAccumulator(fields=schema.fields))
-    fps = []
-    delta = 0
-    for r in results:
-        for f in r.findings:
-            if r.relative:
-                f.line += delta
-                f.message = relocate(f.message, delta)
-            merged.findings.append(f)
-        merged.rows += r.rows
-        merged.good += r.good
-        for fp in (r.fingerprints, r.slow_fingerprints):
-            fps.append(fp.shifted(delta) if r.relative else fp)
-        merged.stats.merge(r.stats)
-        for k, (line, off) in r.keys_first.items():
-            line = line + delta if r.relative else line
-            if k not in merged.keys_first or line < merged.keys_first[k][0]:
-                merged.keys_first[k] = (line, off)
-        n, m = r.notes, merged.notes
-        m.bom = m.bom or n.bom
-        m.crlf_lines += n.crlf_lines
-        if n.first_crlf_line and not m.first_crlf_line:
-            m.first_crlf_line = n.first_crlf_line + delta
-        for b in n.blank_lines:
-            m.blank(b + delta)
-        m.blank_line_count += n.blank_line_count - len(n.blank_lines)
-        m.final_newline = n.final_newline
-        m.transcoded_lines += n.transcoded_lines
-        if n.first_transcoded_line and not m.first_transcoded_line:
-            m.first_transcoded_line = n.first_transcoded_line + delta
-        m.invalid_lines += n.invalid_lines
-        if n.first_invalid_line and not m.first_invalid_line:
-            m.first_invalid_line = n.first_invalid_line + delta
-        m.array_trailing_comma = m.array_trailing_comma or n.array_trailing_comma
-        m.syntax += n.syntax
-        delta += r.lines
-    merged.lines = merged.notes.lines = merged.notes.last_line = delta
-    return merged, fps
 
 
 # ------------------------------------------------------------------ file-level findings
@@ -344,28 +226,27 @@ def lint_file(path: str | os.PathLike, options: LintOptions | None = None,
 
     if probe.layout == JSONL and enc.is_utf8:
         parts = split_parts(probe.path, probe.size, opts.jobs)
-        results = _run_parts(ctx, parts, opts, progress)
+        results = run_parts(ctx, parts, opts.start_method, progress)
     else:
         notes = ReadNotes()
         results = [scan_records(ctx, iter_records(probe, notes), notes)]
-    merged, fps = _merge(results, schema)
-    if progress:
-        progress(LintProgress("duplicates", 0, 1))
-    try:
-        dups = find_duplicates(fps)
-    finally:
-        for fp in fps:
-            fp.discard()
-    findings = merged.findings
-    findings += _file_findings(probe, merged.notes, merged, schema)
-    # many findings of one kind: translate the template once, fill it per row
-    dup_text = _("L{line}: duplicate of L{other}; fix keeps the first")
-    findings += [finding("duplicate", line, dup_text.format(line=line, other=other))
-                 for line, other in dups.duplicates]
-    conflict_text = _("L{line}: same prompt as L{other} with a different output; keep the right one by hand")
-    findings += [finding("conflict", line, conflict_text.format(line=line, other=other))
-                 for line, other in dups.conflicts]
-    dup_lines = {line for line, _o in dups.duplicates}
+    with paused_gc():
+        merged, fps = merge_parts(results, schema)
+        if progress:
+            progress(LintProgress("duplicates", 0, 1))
+        try:
+            dups = find_duplicates(fps)
+        finally:
+            for fp in fps:
+                fp.discard()
+        findings = merged.findings
+        findings += _file_findings(probe, merged.notes, merged, schema)
+        # many findings of one kind: translate the template once, fill it per row
+        findings += findings_for_pairs("duplicate", _("L{line}: duplicate of L{other}; fix keeps the first"),
+                                       dups.duplicates)
+        findings += findings_for_pairs("conflict", _(
+            "L{line}: same prompt as L{other} with a different output; keep the right one by hand"), dups.conflicts)
+        dup_lines = {line for line, _o in dups.duplicates}
 
     near = None
     if opts.near_dups:
@@ -384,7 +265,8 @@ def lint_file(path: str | os.PathLike, options: LintOptions | None = None,
         merged.stats.tokens = counted.histogram
         findings = [f for f in findings if f.rule != "too-long"] + counted.findings
         token_source = opts.tokenizer
-    findings.sort(key=Finding.sort_key)
+    with paused_gc():
+        findings.sort(key=Finding.sort_key)
     stats = build_stats(merged.stats, rows=merged.good, cutoff_len=opts.cutoff_len, token_source=token_source,
                         duplicates=len(dups.duplicates), conflicts=len(dups.conflicts), near_duplicates=near)
     fmt = schema.label

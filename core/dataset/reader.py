@@ -7,7 +7,8 @@ JSON value with the 1-based line where it starts and its text as UTF-8 bytes, re
 - JSON Lines: CRLF, blank lines, a missing final newline and a BOM are noted in `ReadNotes`, never fatal;
   lines that are not UTF-8 are decoded as GB18030 when that works (and noted), else with bad bytes replaced.
 - a JSON array, pretty or on one line, or pretty objects back to back: elements are found with the C JSON
-  scanner and, when an element is broken, a tolerant bracket scanner; memory holds one buffer, not the file.
+  scanner and, when an element is broken, a tolerant bracket scanner (`core.dataset.jsonvalues`); memory
+  holds one buffer, not the file.
 - UTF-16 files are decoded incrementally.
 
 Nothing here raises on bad content: a broken value is still a Record; judging it is lint's job.
@@ -16,14 +17,13 @@ Nothing here raises on bad content: a broken value is still a Record; judging it
 from __future__ import annotations
 
 import codecs
-import json
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
 from core.dataset.encoding import BOM_UTF8, GB18030, UTF8, EncodingGuess, decode_line, guess_encoding
+from core.i18n import _
 
 BLOCK = 1 << 20
 TEXT_CHUNK = 4 << 20
@@ -92,7 +92,7 @@ def probe_file(path: str | os.PathLike) -> FileProbe:
     p = Path(path)
     size = p.stat().st_size
     if p.is_dir():
-        raise IsADirectoryError(f"{p} is a folder, not a file")
+        raise IsADirectoryError(_("{path} is a folder, not a file", path=p))
     enc = guess_encoding(p)
     text = _first_text(p, enc)
     stripped = text.lstrip("\ufeff \t\r\n")
@@ -254,157 +254,13 @@ def iter_decoded_jsonl(path: Path, enc: EncodingGuess, notes: ReadNotes) -> Iter
         yield Record(line_no, text.encode(UTF8, errors="surrogatepass"), -1, how)
 
 
-_WS = re.compile(r"[ \t\r\n\ufeff]*")
-_SIGNIFICANT = re.compile(r"[\"'{}\[\]\n]")
-_STRING_BODY = {'"': re.compile(r'(?:[^"\\\n]|\\.)*"'), "'": re.compile(r"(?:[^'\\\n]|\\.)*'")}
-
-
-def find_value_end(buf: str, pos: int, eof: bool) -> int | None:
-    """End (exclusive) of the JSON-ish value starting at buf[pos], tolerant of broken syntax:
-    brackets are balanced outside strings, a string ends at its quote or at the end of its line,
-    single-quoted strings count too. None when the buffer ends first and more text may follow."""
-    depth = 0
-    i = pos
-    n = len(buf)
-    while i < n:
-        m = _SIGNIFICANT.search(buf, i)
-        if m is None:
-            break
-        ch = m.group()
-        j = m.end()
-        if ch in "\"'":
-            body = _STRING_BODY[ch].match(buf, j)
-            if body is None:
-                nl = buf.find("\n", j)
-                if nl < 0:
-                    return n if eof else None
-                i = nl  # unterminated string: recover at the end of the line
-                continue
-            i = body.end()
-            continue
-        if ch in "{[":
-            depth += 1
-        elif ch in "}]":
-            depth -= 1
-            if depth <= 0:
-                return j if depth == 0 else m.start()
-        elif ch == "\n" and depth <= 0:
-            return m.start()
-        i = j
-    return n if eof else None
-
-
-def iter_json_values(path: Path, enc: EncodingGuess, notes: ReadNotes, *, array: bool) -> Iterator[Record]:
-    """Elements of a JSON array (`array`) or JSON values back to back (pretty-printed objects)."""
-    decoder = json.JSONDecoder()
-    handler = _CountingErrors()
-    chunks = iter_text_chunks(path, enc, handler)
-    how = "utf-16" if enc.encoding.startswith("utf-16") else UTF8 if enc.is_utf8 else enc.python_codec
-    buf = ""
-    pos = 0
-    line = 1  # line number of buf[counted]
-    counted = 0
-    eof = False
-
-    def fill() -> bool:
-        nonlocal buf, pos, counted, eof
-        if eof:
-            return False
-        try:
-            more = next(chunks)
-        except StopIteration:
-            eof = True
-            return False
-        if pos > len(buf) // 2 and pos > 0:
-            advance_line(pos)
-            buf, counted = buf[pos:], 0
-            pos = 0
-        buf += more
-        return True
-
-    def advance_line(to: int) -> None:
-        nonlocal line, counted
-        if to > counted:
-            line += buf.count("\n", counted, to)
-            counted = to
-
-    def skip_ws() -> bool:
-        nonlocal pos
-        while True:
-            pos = _WS.match(buf, pos).end()
-            if pos < len(buf):
-                return True
-            if not fill():
-                return False
-
-    def col_of(at: int) -> int:
-        return at - (buf.rfind("\n", 0, at) + 1) + 1
-
-    fill()
-    if not skip_ws():
-        notes.lines = notes.last_line = line
-        return
-    if array and buf[pos] == "[":
-        pos += 1
-    elements = 0
-    while skip_ws():
-        ch = buf[pos]
-        if array and ch == "]":
-            pos += 1
-            if skip_ws():
-                advance_line(pos)
-                notes.syntax.append((line, col_of(pos), "text after the closing ]"))
-            break
-        if ch == ",":
-            advance_line(pos)
-            notes.syntax.append((line, col_of(pos), "unexpected comma"))
-            pos += 1
-            continue
-        start = pos
-        while True:
-            try:
-                _, end = decoder.raw_decode(buf, start)
-                if end >= len(buf) and not eof and buf[start] not in "{[\"":
-                    raise ValueError  # a bare number or word cut at the buffer end
-                break
-            except ValueError:
-                end = find_value_end(buf, start, eof)
-                if end is not None or len(buf) - start > MAX_ELEMENT_CHARS:
-                    end = end if end is not None else len(buf)
-                    break
-                if not fill():
-                    end = len(buf)
-                    break
-                start = pos  # fill() may have moved the buffer
-        advance_line(start)
-        text = buf[start:end]
-        if not text.strip():
-            pos = max(end, start + 1)
-            continue
-        elements += 1
-        yield Record(line, text.encode(UTF8, errors="surrogatepass"), -1, how)
-        pos = end
-        if skip_ws() and buf[pos] == ",":
-            comma = pos
-            pos += 1
-            if skip_ws() and array and buf[pos] == "]":
-                advance_line(comma)
-                notes.array_trailing_comma = (line, col_of(comma))
-    advance_line(len(buf))
-    notes.lines = notes.last_line = line
-    if handler.count:
-        notes.invalid_lines += handler.count
-        notes.first_invalid_line = notes.first_invalid_line or 1
-    if enc.encoding == GB18030:
-        notes.transcoded_lines = max(notes.transcoded_lines, 1)
-        notes.first_transcoded_line = notes.first_transcoded_line or 1
-
-
 def iter_records(probe: FileProbe, notes: ReadNotes | None = None) -> Iterator[Record]:
     """Every JSON value of the file as a Record, whatever the layout (text/CSV files yield their lines)."""
     notes = notes if notes is not None else ReadNotes()
     enc = probe.encoding
     if probe.layout in (JSON_ARRAY, JSON_STREAM):
+        from core.dataset.jsonvalues import iter_json_values
+
         yield from iter_json_values(probe.path, enc, notes, array=probe.layout == JSON_ARRAY)
     elif probe.layout == EMPTY:
         return
@@ -413,3 +269,12 @@ def iter_records(probe: FileProbe, notes: ReadNotes | None = None) -> Iterator[R
         yield from iter_decoded_jsonl(probe.path, enc, notes)
     else:
         yield from iter_jsonl_records(probe.path, notes)
+
+
+def __getattr__(name: str):
+    """The JSON-value scanner lives in core.dataset.jsonvalues (imported on first use)."""
+    if name in ("find_value_end", "iter_json_values"):
+        from core.dataset import jsonvalues
+
+        return getattr(jsonvalues, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,7 +10,9 @@ rewrites (`relocate`), so a translated message can put the number anywhere.
 
 from __future__ import annotations
 
+import gc
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -18,6 +20,7 @@ from core.dataset import content
 from core.dataset.diagnose import diagnose, duplicate_keys
 from core.dataset.findings import ERROR, INFO, NONE, Finding, finding
 from core.dataset.fingerprints import SPILL_AT_END, Fingerprints
+from core.dataset.prefilter import row_may_hit
 from core.dataset.reader import ReadNotes, Record
 from core.dataset.schema import ALPACA, RowView, Schema, check_row
 from core.dataset.stats import StatsAccumulator, cjk_chars, estimate_tokens
@@ -130,7 +133,7 @@ class Sink:
         if not view.output.strip():
             out.append(finding("empty-output", line, _(
                 "L{line}: empty output (trains on an empty target); fix drops the row (with --yes)", line=line)))
-        content.check_texts(view.texts, view.output, line, out, pii=content.row_may_hit(raw))
+        content.check_texts(view.texts, view.output, line, out, pii=row_may_hit(raw))
         chars = sum(view.lengths)
         cjk = sum(cjk_chars(t) for _f, t in view.texts)
         tokens = estimate_tokens(chars, cjk)
@@ -201,6 +204,19 @@ def non_utf8_line(sink: Sink, raw: bytes, line: int, offset: int, notes: ReadNot
         sink.out.insert(before, finding("encoding", line, _(
             "L{line}: bytes are neither UTF-8 nor GB18030; fix drops the line into the rejects file", line=line),
             fix=NONE))
+
+
+@contextmanager
+def paused_gc():
+    """The cyclic garbage collector paused: the scan makes millions of short-lived containers and no
+    cycles, and each collection would walk the rows of the block being checked."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def severity_of_key_change(offset: int) -> str:

@@ -157,18 +157,19 @@ class RowView:
 
 
 def type_name(value: Any) -> str:
+    """The JSON type of a value as a message fragment: null and NaN as written, the others in words."""
     if value is None:
         return "null"
     if isinstance(value, bool):
-        return "boolean"
+        return _("boolean")
     if isinstance(value, float) and value != value:
         return "NaN"
     if isinstance(value, (int, float)):
-        return "a number"
+        return _("a number")
     if isinstance(value, dict):
-        return "an object"
+        return _("an object")
     if isinstance(value, list):
-        return "a list"
+        return _("a list")
     return type(value).__name__
 
 

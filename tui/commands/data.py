@@ -11,6 +11,7 @@ import os
 import sys
 import time
 
+from core.i18n import _
 from tui.commands.output import emit_json, err
 
 MAX_LISTED = 200
@@ -18,59 +19,60 @@ PROGRESS_MIN_BYTES = 16 << 20
 
 
 def register(sub, add_common) -> list[str]:
-    p = sub.add_parser("data", help="Step 1: lint, fix, convert, register and describe datasets",
-                       description="Preview-free dataset tools for LLaMA-Factory: lint with line numbers, safe "
-                       "fixes into a new file, conversion of chat logs / Q&A / CSV / sharegpt to alpaca JSON Lines, "
-                       "registration in dataset_info.json, statistics.")
+    p = sub.add_parser("data", help=_("Step 1: lint, fix, convert, register and describe datasets"),
+                       description=_("Preview-free dataset tools for LLaMA-Factory: lint with line numbers, safe "
+                                     "fixes into a new file, conversion of chat logs / Q&A / CSV / sharegpt to "
+                                     "alpaca JSON Lines, registration in dataset_info.json, statistics."))
     add_common(p)
     dsub = p.add_subparsers(dest="data_command", metavar="ACTION", required=True)
 
-    lint = dsub.add_parser("lint", help="check a dataset file against every rule; exit 1 when there are errors")
+    lint = dsub.add_parser("lint", help=_("check a dataset file against every rule; exit 1 when there are errors"))
     add_common(lint)
     lint.add_argument("file", metavar="FILE")
     _scan_options(lint)
-    lint.add_argument("--near-dups", action="store_true", help="also find near duplicates (MinHash; slower)")
+    lint.add_argument("--near-dups", action="store_true", help=_("also find near duplicates (MinHash; slower)"))
     lint.add_argument("--max-listed", type=int, default=MAX_LISTED, metavar="N",
-                      help=f"findings listed in the text report (default {MAX_LISTED}; --json lists all)")
+                      help=_("findings listed in the text report (default {n}; --json lists all)", n=MAX_LISTED))
     lint.set_defaults(handler=run_lint)
 
-    fix = dsub.add_parser("fix", help="write a fixed copy (never in place) and a rejects file")
+    fix = dsub.add_parser("fix", help=_("write a fixed copy (never in place) and a rejects file"))
     add_common(fix)
     fix.add_argument("file", metavar="FILE")
-    fix.add_argument("-o", "--output", required=True, metavar="OUT", help="the fixed JSON Lines file to write")
-    fix.add_argument("--rejects", metavar="REJ", help="rows that could not be kept (default OUT.rejects.jsonl)")
+    fix.add_argument("-o", "--output", required=True, metavar="OUT", help=_("the fixed JSON Lines file to write"))
+    fix.add_argument("--rejects", metavar="REJ", help=_("rows that could not be kept (default OUT.rejects.jsonl)"))
     fix.add_argument("--yes", action="store_true",
-                     help="also apply the fixes that need a confirmation (transcode, rename keys, numbers to text, "
-                     "drop empty outputs, mask personal data); replaces OUT if it exists")
-    fix.add_argument("--force", action="store_true", help="replace OUT if it exists")
-    fix.add_argument("--json", action="store_true", help="print the summary as JSON")
+                     help=_("also apply the fixes that need a confirmation (transcode, rename keys, numbers to "
+                            "text, drop empty outputs, mask personal data); replaces OUT if it exists"))
+    fix.add_argument("--force", action="store_true", help=_("replace OUT if it exists"))
+    fix.add_argument("--json", action="store_true", help=_("print the summary as JSON"))
     fix.set_defaults(handler=run_fix)
 
-    conv = dsub.add_parser("convert", help="chat log / Q&A text / CSV / sharegpt / messages → alpaca JSON Lines")
+    conv = dsub.add_parser("convert", help=_("chat log / Q&A text / CSV / sharegpt / messages → alpaca JSON Lines"))
     add_common(conv)
     conv.add_argument("file", metavar="SRC")
     conv.add_argument("-o", "--output", required=True, metavar="OUT")
     conv.add_argument("--from", dest="source_format", default="auto",
                       choices=("auto", "chatlog", "qa", "csv", "sharegpt", "messages"),
-                      help="the source format (default: detected)")
+                      help=_("the source format (default: detected)"))
     conv.add_argument("--columns", metavar="MAP",
-                      help="CSV columns, e.g. instruction=customer_question,output=agent_reply[,input=context]")
-    conv.add_argument("--rejects", metavar="REJ", help="units that could not be converted (default OUT.rejects.jsonl)")
-    conv.add_argument("--force", action="store_true", help="replace OUT if it exists")
-    conv.add_argument("--json", action="store_true", help="print the summary as JSON")
+                      help=_("CSV columns, e.g. instruction=customer_question,output=agent_reply[,input=context]"))
+    conv.add_argument("--rejects", metavar="REJ",
+                      help=_("units that could not be converted (default OUT.rejects.jsonl)"))
+    conv.add_argument("--force", action="store_true", help=_("replace OUT if it exists"))
+    conv.add_argument("--json", action="store_true", help=_("print the summary as JSON"))
     conv.set_defaults(handler=run_convert)
 
-    reg = dsub.add_parser("register", help="add or update the entry in dataset_info.json")
+    reg = dsub.add_parser("register", help=_("add or update the entry in dataset_info.json"))
     add_common(reg)
     reg.add_argument("file", metavar="FILE")
-    reg.add_argument("--name", required=True, help="the dataset name (what `dataset:` in the train YAML says)")
-    reg.add_argument("--dataset-dir", metavar="DIR", help="where dataset_info.json is (default: WORKSPACE/data)")
+    reg.add_argument("--name", required=True, help=_("the dataset name (what `dataset:` in the train YAML says)"))
+    reg.add_argument("--dataset-dir", metavar="DIR", help=_("where dataset_info.json is (default: WORKSPACE/data)"))
     reg.add_argument("--force", action="store_true",
-                     help="register despite lint errors, or re-point a name registered for another file")
-    reg.add_argument("--json", action="store_true", help="print the result as JSON")
+                     help=_("register despite lint errors, or re-point a name registered for another file"))
+    reg.add_argument("--json", action="store_true", help=_("print the result as JSON"))
     reg.set_defaults(handler=run_register)
 
-    stats = dsub.add_parser("stats", help="rows, lengths, tokens, share above cutoff_len, duplicates, languages")
+    stats = dsub.add_parser("stats", help=_("rows, lengths, tokens, share above cutoff_len, duplicates, languages"))
     add_common(stats)
     stats.add_argument("file", metavar="FILE")
     _scan_options(stats)
@@ -79,13 +81,13 @@ def register(sub, add_common) -> list[str]:
 
 
 def _scan_options(p) -> None:
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--json", action="store_true", help=_("print one JSON object"))
     p.add_argument("--cutoff-len", type=int, default=2048, metavar="N",
-                   help="LLaMA-Factory's cutoff_len: longer rows are truncated (default 2048)")
-    p.add_argument("--tokenizer", metavar="PATH", help="count tokens with this tokenizer (model folder or "
-                   "tokenizer.json) instead of estimating")
+                   help=_("LLaMA-Factory's cutoff_len: longer rows are truncated (default 2048)"))
+    p.add_argument("--tokenizer", metavar="PATH", help=_("count tokens with this tokenizer (model folder or "
+                                                         "tokenizer.json) instead of estimating"))
     p.add_argument("--jobs", type=int, default=0, metavar="N",
-                   help="worker processes for big JSON Lines files (default: the number of CPUs, up to 8)")
+                   help=_("worker processes for big JSON Lines files (default: the number of CPUs, up to 8)"))
 
 
 # ------------------------------------------------------------------ helpers
@@ -276,7 +278,8 @@ def run_fix(args) -> int:
     else:
         print("\n".join(report.lines()))
     if not report.balanced:  # never expected: say so loudly rather than lose rows silently
-        err(f"internal error: {report.rows_in} rows in but {report.rows_out} + {report.rows_rejected} out")
+        err(_("internal error: {rows_in} rows in but {rows_out} + {rejected} out", rows_in=report.rows_in,
+              rows_out=report.rows_out, rejected=report.rows_rejected))
         return 2
     return 1 if report.pending else 0
 
@@ -358,7 +361,8 @@ def run_stats(args) -> int:
     for name, p in s.fields.items():
         print(f"  {name:<14} {p['p50']:>6}  {p['p90']:>6}  {p['p95']:>6}  {p['p99']:>6}  {p['max']:>6}")
     t = s.tokens
-    print(f"  {'tokens':<14} {t['p50']:>6}  {t['p90']:>6}  {t['p95']:>6}  {t['p99']:>6}  {t['max']:>6}  "
+    label = _("tokens")
+    print(f"  {label:<14} {t['p50']:>6}  {t['p90']:>6}  {t['p95']:>6}  {t['p99']:>6}  {t['max']:>6}  "
           f"({s.token_source})")
     print(_("  above cutoff_len {cutoff}: {n} rows ({pct:.1%})", cutoff=s.cutoff_len, n=s.over_cutoff,
             pct=s.over_cutoff_share))

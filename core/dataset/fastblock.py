@@ -1,0 +1,139 @@
+"""The fast path of the lint hot loop: a block of ordinary alpaca rows, parsed with one `orjson.loads`
+and checked column by column in C (`map` over the rows), never row by row in Python bytecode.
+
+A block qualifies when every line is one JSON object with exactly the three expected keys and string
+values; otherwise `read_block` says which line is the first that does not, and the caller checks that
+line by line and the lines before and after it again as blocks. Rows of a
+qualifying block that need a closer look (a content hint, edge whitespace, a short or possibly
+repetitive output, a repeated key) are listed in `FastBlock.exact` / `dup_key_rows` for the exact
+per-row checks, so the findings are the same as the line-by-line path's.
+
+Why one parse per block is exact: the lines are joined as `[L1,\\n L2,\\n ...]`. A JSON string cannot
+hold a raw newline, so no joiner is inside a string; every line ends with `}`; every parsed element is
+an object of strings only (no nested container). A line-ending `}` followed by `,\\n` therefore closes
+a top-level element, so element i ends where line i ends, and with exactly one element per line,
+element i is `orjson.loads(line i)`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from operator import itemgetter
+from typing import Any
+
+from core.dataset.prefilter import Scratch, hit_lines
+from core.dataset.stats import cjk_chars
+
+_TAIL = itemgetter(slice(-8, None))  # content.maybe_repetitive: the last 8 characters occur 4 times
+_strip = str.strip
+_count = str.count
+CLOSE, CR, NL, COLON = 125, 13, 10, 58  # } \r \n :
+
+
+@dataclass(slots=True)
+class FastBlock:
+    k: int  # rows (= lines) in the block
+    starts: Any  # numpy int64: offset of each line in the block
+    ends: Any  # numpy int64: offset of each line's \n (or the block's end)
+    ins: list[str]
+    inp: list[str]
+    outs: list[str]
+    li: Any  # numpy int64 lengths in characters
+    ln: Any
+    lo: Any
+    rl: Any  # raw line lengths in bytes (CR included)
+    cjk: Any  # exact non-ASCII counts (files with \\u escapes), else None
+    prompts: Any  # hash((instruction, input)) per row
+    outputs: Any  # hash(output) per row
+    exact: list[int]  # rows for the exact content checks, in order
+    hits: set[int]  # rows with a content hint (personal data is checked only there)
+    dup_key_rows: list[int]  # rows whose `":` count is not 3: check for a repeated key
+
+
+def read_block(np, loads, decode_error, body: bytes, a, keys: tuple[str, str, str], escaped: bool,
+               scratch: Scratch) -> tuple[FastBlock | None, int | None]:
+    """(the rows of `body`, None), or (None, index of the first line that is not an ordinary row, or None
+    when that is not known). `body`: lines without the final newline; `a`: body as a numpy uint8 array."""
+    flags = scratch.ensure(len(body)).flags[:len(body)]
+    nl = np.flatnonzero(np.equal(a, np.uint8(NL), out=flags))
+    k = len(nl) + 1
+    starts = np.empty(k, dtype=np.int64)
+    starts[0] = 0
+    starts[1:] = nl + 1
+    ends = np.empty(k, dtype=np.int64)
+    ends[:-1] = nl
+    ends[-1] = len(body)
+    rl = ends - starts
+    short = rl < 2  # a blank line, or a line too short to be an object
+    last = np.maximum(ends - 1, 0)
+    if body.find(b"\r") >= 0:
+        last -= (a[last] == CR) & (last > starts)
+    bad = short | (a[last] != CLOSE)
+    if bad.any():
+        return None, int(np.argmax(bad))
+    joined = b"".join((b"[", body.replace(b"\n", b",\n"), b"]"))
+    try:
+        rows = loads(joined)
+    except decode_error as exc:  # lineno is 1-based; line i of `joined` holds line i of body
+        return None, max(0, min(k - 1, exc.lineno - 1)) if exc.lineno else None
+    if len(rows) != k:
+        return None, None
+    k_ins, k_inp, k_out = keys
+    try:
+        ins = list(map(itemgetter(k_ins), rows))
+        inp = list(map(itemgetter(k_inp), rows))
+        outs = list(map(itemgetter(k_out), rows))
+        s_ins = list(map(_strip, ins))  # str.strip refuses anything but a str: this is also the type check
+        s_inp = list(map(_strip, inp))
+        s_out = list(map(_strip, outs))
+    except (KeyError, TypeError):  # a key missing, not an object, a value not a string
+        return None, _first_odd(rows, keys)
+    colons = int(np.count_nonzero(np.equal(a, np.uint8(COLON), out=flags)))
+    # each row has its three keys, so at least three colons: 3 × k colons means exactly three keys each
+    if colons != 3 * k and set(map(len, rows)) != {3}:
+        return None, _first_odd(rows, keys)
+    del rows
+
+    def column(values: list):  # from a list: np.fromiter straight over a map is several times slower
+        return np.fromiter(values, np.int64, k)
+
+    li = column(list(map(len, ins)))
+    ln = column(list(map(len, inp)))
+    lo = column(list(map(len, outs)))
+    prompts = column(list(map(hash, zip(ins, inp))))
+    outputs = column(list(map(hash, outs)))
+    repeats = column(list(map(_count, outs, map(_TAIL, outs))))
+    cjk = column(list(map(_cjk3, ins, inp, outs))) if escaped else None
+
+    exact = np.flatnonzero((lo < 10) | ((lo >= 80) & (repeats >= 4))).tolist()
+    if s_ins != ins or s_inp != inp or s_out != outs:
+        exact += [i for i, (a1, b1, a2, b2, a3, b3) in enumerate(zip(s_ins, ins, s_inp, inp, s_out, outs))
+                  if a1 is not b1 or a2 is not b2 or a3 is not b3]
+    hits = hit_lines(body, np, a, starts, scratch)
+    if hits:
+        exact += hits
+    if len(exact) > 1:
+        exact = sorted(set(exact))
+    dup_keys = [] if colons == 3 * k else _dup_key_rows(np, a, k, starts)
+    return FastBlock(k, starts, ends, ins, inp, outs, li, ln, lo, rl, cjk, prompts, outputs, exact, set(hits),
+                     dup_keys), None
+
+
+def _first_odd(rows: list, keys: tuple[str, str, str]) -> int | None:
+    """Index of the first row that is not an object of exactly the three keys with string values."""
+    for i, row in enumerate(rows):
+        if type(row) is not dict or len(row) != 3 or any(type(row.get(key)) is not str for key in keys):
+            return i
+    return None
+
+
+def _dup_key_rows(np, a, k: int, starts) -> list[int]:
+    """Rows whose raw text does not hold exactly three `":` (the line-by-line path's test for a repeated
+    key). Every row has at least three colons, so exactly 3 × k colons in the block settles it at once."""
+    pairs = np.flatnonzero((a[:-1] == 34) & (a[1:] == COLON))
+    per_row = np.bincount(np.searchsorted(starts, pairs, side="right") - 1, minlength=k)
+    return np.flatnonzero(per_row != 3).tolist()
+
+
+def _cjk3(a: str, b: str, c: str) -> int:
+    return cjk_chars(a) + cjk_chars(b) + cjk_chars(c)
