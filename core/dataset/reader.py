@@ -96,7 +96,8 @@ def probe_file(path: str | os.PathLike) -> FileProbe:
     enc = guess_encoding(p)
     text = _first_text(p, enc)
     stripped = text.lstrip("\ufeff \t\r\n")
-    first_line = next((ln.strip() for ln in stripped.splitlines() if ln.strip()), "")
+    # JSON Lines end at "\n" only: str.splitlines() would also cut at U+0085 / U+2028 inside a string
+    first_line = next((ln.strip() for ln in stripped.split("\n") if ln.strip()), "")
     if not stripped:
         layout = EMPTY
     elif stripped[0] == "[":

@@ -141,3 +141,17 @@ def test_fix_is_idempotent(tmp_path):
     fix_file(DATA / "support_messy.jsonl", first, yes=True)
     r = fix_file(first, second, yes=True)
     assert r.rows_rejected == 0 and first.read_bytes() == second.read_bytes()
+
+
+def test_unicode_line_separators_inside_strings_are_not_line_ends(tmp_path):
+    """Found by the fuzz test: U+0085 (NEL) in an answer made the reader take the file for
+    pretty-printed objects, so the fixed file linted with an error."""
+    from core.dataset.fix import fix_file
+    from core.dataset.lint import lint_file
+
+    src = tmp_path / "in.jsonl"
+    src.write_bytes('[{"instruction": "q", "input": "", "output": ",\u00850 \u2028 x"}]'.encode())
+    out = tmp_path / "out.jsonl"
+    fix_file(src, out)
+    again = lint_file(out)
+    assert again.errors == 0 and again.rows == 1, [f.message for f in again.findings]
