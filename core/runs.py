@@ -17,7 +17,6 @@ stops nothing, and the next devtune re-attaches.
 from __future__ import annotations
 
 import fcntl
-import os
 import signal
 import socket
 import subprocess
@@ -32,6 +31,7 @@ from pydantic import BaseModel, Field
 
 from core.atomicfile import write_atomic
 from core.i18n import _
+from core.procgroup import signal_group
 from core.workspace import Workspace
 
 
@@ -271,12 +271,12 @@ def stop_run(ws: Workspace, run_id: str, *, graceful_timeout: float = 120.0, ter
             return refresh(directory)
         say(_("no graceful stop after {s:.0f} s; sending SIGTERM to its process group", s=graceful_timeout))
         update_record(directory, stop_stage="term")
-        _signal_group(record.pgid, signal.SIGTERM)
+        signal_group(record.pgid, signal.SIGTERM)
         if _wait_for(lambda: not refresh(directory).active, term_timeout):
             return refresh(directory)
         say(_("still running; sending SIGKILL"))
         update_record(directory, stop_stage="kill")
-        _signal_group(record.pgid, signal.SIGKILL)
+        signal_group(record.pgid, signal.SIGKILL)
         _wait_for(lambda: not refresh(directory).active, 10)
     return refresh(directory)
 
@@ -306,15 +306,6 @@ def _has_children(proc) -> bool:
         return bool(proc.children())
     except psutil.NoSuchProcess:
         return False
-
-
-def _signal_group(pgid: int | None, sig: int) -> None:
-    if not pgid or pgid <= 1:
-        return
-    try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        pass
 
 
 def _wait_for(predicate, timeout: float, interval: float = 0.25) -> bool:

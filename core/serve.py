@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import signal
 import socket
 import subprocess
 import time
@@ -30,6 +29,7 @@ from pydantic import BaseModel, Field
 from core.atomicfile import write_atomic
 from core.i18n import _
 from core.log_follow import LogFollower
+from core.procgroup import end_group, leader_is, reap
 from core.runs import ProcessRef
 from core.serve_backends import ServeOptions, display_command, launch_plan, vllm_serve_command
 from core.workspace import Workspace
@@ -204,18 +204,10 @@ def start_server(ws: Workspace, opts: ServeOptions, *, api_key: str | None = Non
     return write_server(ws, record)
 
 
-def _reap(pid: int) -> None:
-    """Collect the exit status of a server this process started (no zombie left behind)."""
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except (ChildProcessError, OSError):
-        pass
-
-
 def _alive(record: ServerRecord) -> bool:
     if record.process is None:
         return False
-    _reap(record.process.pid)
+    reap(record.process.pid)
     return record.process.alive()
 
 
@@ -288,60 +280,11 @@ def _diagnose(tail: str) -> str:
 
 # ---------------------------------------------------------------- stopping, listing
 
-def _group_is_ours(record: ServerRecord) -> bool:
-    """The process group still belongs to our server: its leader is our process, or the leader is gone
-    (Linux does not reuse a PID while a group with that ID has members, so those members are ours)."""
-    import psutil
-
-    if record.process is None or not record.pgid:
-        return False
-    try:
-        leader = psutil.Process(record.pgid)
-    except psutil.NoSuchProcess:
-        return True
-    return abs(leader.create_time() - record.process.create_time) < 0.05
-
-
 def _kill_group(record: ServerRecord, grace: float = 15.0) -> None:
     """SIGTERM to the server's process group, SIGKILL after `grace` seconds; reaps our own child."""
-    if record.process is None or not record.pgid or not _group_is_ours(record):
+    if record.process is None or not record.pgid or not leader_is(record.pgid, record.process.create_time):
         return
-    pid = record.process.pid
-    if _group_alive(record.pgid):
-        _signal_group(record.pgid, signal.SIGTERM)
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and _group_alive(record.pgid):
-            _reap(pid)
-            time.sleep(0.2)
-    if _group_alive(record.pgid):
-        _signal_group(record.pgid, signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and _group_alive(record.pgid):
-            _reap(pid)
-            time.sleep(0.1)
-    _reap(pid)
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    if pgid <= 1:
-        return
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _group_alive(pgid: int) -> bool:
-    """Any live (non-zombie) process still in the group."""
-    import psutil
-
-    for proc in psutil.process_iter(["pid", "status"]):
-        try:
-            if os.getpgid(proc.info["pid"]) == pgid and proc.info["status"] != psutil.STATUS_ZOMBIE:
-                return True
-        except (ProcessLookupError, PermissionError, OSError):
-            continue
-    return False
+    end_group(record.pgid, record.process.pid, grace)
 
 
 def stop_server(ws: Workspace, server_id: str, *, grace: float = 15.0) -> ServerRecord:

@@ -21,6 +21,7 @@ from textual.worker import get_current_worker
 
 from core.i18n import _
 from screens.base import StepScreen
+from tui.widgets.chat_params import ChatParamsForm
 from tui.widgets.chat_transcript import ChatTranscript
 
 REDRAW_SECONDS = 0.25  # streamed text reaches the screen at most 4 times a second
@@ -46,10 +47,6 @@ class PlaygroundScreen(StepScreen):
     PlaygroundScreen #pg-buttons Button { width: 1fr; }
     PlaygroundScreen #pg-server-log { height: 1fr; min-height: 4; border: round $panel-lighten-2; }
     PlaygroundScreen #pg-commands { height: auto; max-height: 8; color: $text-muted; }
-    PlaygroundScreen #pg-params { height: auto; }
-    PlaygroundScreen #pg-params Input { width: 1fr; }
-    PlaygroundScreen #pg-params #pg-temperature, PlaygroundScreen #pg-params #pg-top-p { width: 12; }
-    PlaygroundScreen #pg-params #pg-max-tokens { width: 12; }
     PlaygroundScreen #pg-transcripts { height: 1fr; }
     PlaygroundScreen #pg-chat-compare { display: none; }
     PlaygroundScreen #pg-chat-compare.-visible { display: block; }
@@ -120,12 +117,7 @@ class PlaygroundScreen(StepScreen):
                 yield Static("", id="pg-commands")
             with TabbedContent(id="pg-tabs"):
                 with TabPane(_("Chat"), id="pg-tab-chat"):
-                    yield Input(placeholder=_("system prompt"), id="pg-system")
-                    with Horizontal(id="pg-params"):
-                        yield Input("0.7", placeholder=_("temperature"), id="pg-temperature", type="number")
-                        yield Input("1.0", placeholder="top_p", id="pg-top-p", type="number")
-                        yield Input("256", placeholder=_("max tokens"), id="pg-max-tokens", type="integer")
-                        yield Input(placeholder=_("stop (comma-separated)"), id="pg-stop-seq")
+                    yield ChatParamsForm(id="pg-chat-params")
                     with Horizontal(id="pg-transcripts"):
                         yield ChatTranscript(_("model"), empty=_("Start or choose a server, then ask below."),
                                              id="pg-chat")
@@ -284,18 +276,7 @@ class PlaygroundScreen(StepScreen):
     # ------------------------------------------------------------ chat
 
     def _params(self):
-        from core.chat import ChatParams
-
-        def value(widget_id: str, cast, default):
-            try:
-                return cast(self.query_one(widget_id, Input).value)
-            except ValueError:
-                return default
-
-        stops = [s.strip() for s in self.query_one("#pg-stop-seq", Input).value.split(",") if s.strip()]
-        return ChatParams(system=self.query_one("#pg-system", Input).value, temperature=value("#pg-temperature",
-                          float, 0.7), top_p=value("#pg-top-p", float, 1.0),
-                          max_tokens=value("#pg-max-tokens", int, 256), stop=stops)
+        return self.query_one(ChatParamsForm).params()
 
     def _targets(self) -> list[tuple[str, str]]:
         pairs = []

@@ -15,6 +15,7 @@ import psutil
 import pytest
 
 import core.serve as serve
+from core.procgroup import reap
 from core.serve import (ServerError, endpoint, equivalent_commands, find_server, list_servers, read_server,
                         refresh_server, start_server, wait_ready)
 from core.serve_backends import LaunchPlan, ServeEnv, ServeOptions, launch_plan
@@ -76,7 +77,7 @@ def test_start_ready_chat_list_stop(workspace, tmp_path, replay_backend, devtune
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["status"] == "stopped"
     assert gone(record.process.pid) and not group_members(record.pgid)
-    serve._reap(record.process.pid)
+    reap(record.process.pid)
     assert list_servers(workspace) == [] and list_servers(workspace, include_ended=True)[0].status == "stopped"
 
 
@@ -118,7 +119,7 @@ def test_a_server_killed_behind_our_back_is_marked_exited(workspace, tmp_path, r
     os.killpg(record.pgid, signal.SIGKILL)
     deadline = time.time() + 10
     while not gone(record.process.pid) and time.time() < deadline:
-        serve._reap(record.process.pid)
+        reap(record.process.pid)
         time.sleep(0.1)
     assert refresh_server(workspace, read_server(workspace, record.id)).status == "exited"
     assert list_servers(workspace) == []

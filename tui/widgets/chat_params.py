@@ -1,0 +1,48 @@
+"""ChatParamsForm: the sampling settings of the Playground's chat — system prompt, temperature, top_p,
+max tokens and stop strings — read back as a core.chat.ChatParams. A field that does not parse keeps
+its default (the Input's type already refuses letters)."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Input
+
+from core.i18n import _
+
+DEFAULTS = {"temperature": 0.7, "top_p": 1.0, "max_tokens": 256}
+
+
+class ChatParamsForm(Vertical):
+    DEFAULT_CSS = """
+    ChatParamsForm { height: auto; }
+    ChatParamsForm #pg-params { height: auto; }
+    ChatParamsForm #pg-params Input { width: 1fr; }
+    ChatParamsForm #pg-params #pg-temperature, ChatParamsForm #pg-params #pg-top-p { width: 12; }
+    ChatParamsForm #pg-params #pg-max-tokens { width: 12; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Input(placeholder=_("system prompt"), id="pg-system")
+        with Horizontal(id="pg-params"):
+            yield Input(str(DEFAULTS["temperature"]), placeholder=_("temperature"), id="pg-temperature",
+                        type="number")
+            yield Input(str(DEFAULTS["top_p"]), placeholder="top_p", id="pg-top-p", type="number")
+            yield Input(str(DEFAULTS["max_tokens"]), placeholder=_("max tokens"), id="pg-max-tokens",
+                        type="integer")
+            yield Input(placeholder=_("stop (comma-separated)"), id="pg-stop-seq")
+
+    def params(self):
+        from core.chat import ChatParams
+
+        def value(widget_id: str, cast, default):
+            try:
+                return cast(self.query_one(widget_id, Input).value)
+            except ValueError:
+                return default
+
+        stops = [s.strip() for s in self.query_one("#pg-stop-seq", Input).value.split(",") if s.strip()]
+        return ChatParams(system=self.query_one("#pg-system", Input).value,
+                          temperature=value("#pg-temperature", float, DEFAULTS["temperature"]),
+                          top_p=value("#pg-top-p", float, DEFAULTS["top_p"]),
+                          max_tokens=value("#pg-max-tokens", int, DEFAULTS["max_tokens"]), stop=stops)
