@@ -23,6 +23,9 @@ US_PHONE = re.compile(r"(?<![0-9])(?:\([0-9]{3}\) ?|[0-9]{3}[-.])[0-9]{3}[-.][0-
 PII_PATTERNS = (("phone", CN_MOBILE), ("phone", INTL_PHONE), ("phone", US_PHONE), ("email", EMAIL),
                 ("id", CN_ID))
 MOJIBAKE = re.compile("\ufffd|锟斤拷|Ã[\u0080-\u00bf]|â€|Â[\u00a0-\u00bf]")
+# An output that loops shows it in its first 100,000 characters; judging only those keeps a 50 MB answer
+# from costing seconds of n-gram sets (it is reported as too long anyway).
+REPETITION_WINDOW = 100_000
 
 
 def repetition_ratio(text: str, n: int = 10) -> float:
@@ -98,7 +101,7 @@ def check_texts(texts, output: str, line: int, out: list[Finding], *, pii: bool 
             "L{line}: likely mojibake (garbled characters or U+FFFD) in {fields}; check the source encoding",
             line=line, fields=", ".join(bad))))
     if maybe_repetitive(output):
-        ratio = repetition_over(output, 0.6)
+        ratio = repetition_over(output[:REPETITION_WINDOW], 0.6)
         if ratio is not None:
             out.append(finding("repetition", line, _(
                 "L{line}: output repeats itself ({pct}% repeated 10-character runs); check the source",

@@ -20,6 +20,7 @@ from core.i18n import _
 _DECODER = json.JSONDecoder()
 _LENIENT = json.JSONDecoder(strict=False)
 _STRING_OR_TRAILING_COMMA = re.compile(r'("(?:[^"\\\n]|\\.)*")|,(\s*[}\]])')
+_TRAILING_COMMA_ANYWHERE = re.compile(r",\s*[}\]]")  # cheap first look: no match, nothing to remove
 _SMART_OPEN = re.compile(r"([{\[,:]\s*)[“”]")
 _SMART_CLOSE = re.compile(r"[“”](\s*[:,}\]])")
 _LONE_SURROGATE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
@@ -99,6 +100,8 @@ def _has_surrogate(s: str) -> bool:
 
 
 def _remove_trailing_commas(text: str) -> tuple[str, int | None]:
+    if not _TRAILING_COMMA_ANYWHERE.search(text):
+        return text, None
     first: list[int] = []
 
     def repl(m: re.Match) -> str:
