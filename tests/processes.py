@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 import psutil
 
@@ -17,3 +18,13 @@ def group_members(pgid: int) -> list[int]:
         except OSError:
             pass
     return out
+
+
+def wait(predicate, timeout=240) -> bool:
+    """Poll `predicate` five times a second until it holds or `timeout` seconds pass."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return False

@@ -3,27 +3,16 @@ resume continues the step count from the last checkpoint."""
 
 import json
 import sys
-import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 from core.runs import RunStatus, refresh, resume_run, run_dir, start_run, stop_run
-from core.workspace import Workspace
+from tests.processes import wait
 
 LF = str(Path(sys.executable).parent / "llamafactory-cli")
 ROWS = [{"instruction": f"问题 {i}：如何办理业务 {i}？", "input": "", "output": f"请在App里点击业务{i}并按提示操作。"}
         for i in range(16)]
-
-
-def wait(predicate, timeout=240):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return False
 
 
 def logged_steps(path: Path) -> list[int]:
@@ -33,19 +22,8 @@ def logged_steps(path: Path) -> list[int]:
 
 
 @pytest.fixture
-def long_run_ws(tmp_path, tiny_model, lf_env, monkeypatch):
-    for key, value in lf_env.items():
-        monkeypatch.setenv(key, value)
-    ws = Workspace(tmp_path / "ws").ensure()
-    (ws.data_dir / "rows.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in ROWS))
-    (ws.data_dir / "dataset_info.json").write_text(json.dumps({"rows": {"file_name": "rows.jsonl"}}))
-    cfg = {"model_name_or_path": str(tiny_model), "stage": "sft", "do_train": True, "finetuning_type": "lora",
-           "lora_rank": 8, "lora_target": "all", "dataset": "rows", "dataset_dir": "data", "template": "llama3",
-           "cutoff_len": 128, "preprocessing_num_workers": 1, "output_dir": "saves/long", "logging_steps": 1,
-           "save_steps": 10, "max_steps": 5000, "plot_loss": False, "report_to": "none",
-           "per_device_train_batch_size": 2, "learning_rate": 1e-3, "bf16": False, "overwrite_output_dir": False}
-    (ws.configs_dir / "train.yaml").write_text(yaml.safe_dump(cfg))
-    return ws
+def long_run_ws(long_sft_workspace):
+    return long_sft_workspace(ROWS, output_dir="saves/long", save_steps=10, max_steps=5000)
 
 
 def launch(ws):

@@ -8,26 +8,15 @@ import signal
 import subprocess
 import sys
 import termios
-import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 from core.runs import RunStatus, find_run, stop_run
-from core.workspace import Workspace
+from tests.processes import wait
 
 DEVTUNE = str(Path(sys.executable).parent / "devtune")
 ROWS = [{"instruction": f"第{i}个问题怎么处理？", "input": "", "output": f"请联系客服处理第{i}个问题。"} for i in range(12)]
-
-
-def wait(predicate, timeout=180):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return False
 
 
 def _controlling_tty(slave_fd: int):
@@ -47,18 +36,8 @@ def spawn_in_terminal(argv, cwd, env):
 
 
 @pytest.fixture
-def ws(tmp_path, tiny_model, lf_env, monkeypatch):
-    for key, value in lf_env.items():
-        monkeypatch.setenv(key, value)
-    ws = Workspace(tmp_path / "ws").ensure()
-    (ws.data_dir / "rows.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in ROWS))
-    (ws.data_dir / "dataset_info.json").write_text(json.dumps({"rows": {"file_name": "rows.jsonl"}}))
-    cfg = {"model_name_or_path": str(tiny_model), "stage": "sft", "do_train": True, "finetuning_type": "lora",
-           "lora_rank": 8, "lora_target": "all", "dataset": "rows", "dataset_dir": "data", "template": "llama3",
-           "cutoff_len": 128, "preprocessing_num_workers": 1, "output_dir": "saves/survivor", "logging_steps": 1,
-           "save_steps": 50, "max_steps": 4000, "plot_loss": False, "report_to": "none",
-           "per_device_train_batch_size": 2, "learning_rate": 1e-3, "bf16": False, "overwrite_output_dir": False}
-    (ws.configs_dir / "train.yaml").write_text(yaml.safe_dump(cfg))
+def ws(long_sft_workspace):
+    ws = long_sft_workspace(ROWS, output_dir="saves/survivor", save_steps=50, max_steps=4000)
     yield ws
     for run in (r for r in __import__("core.runs").runs.list_runs(ws) if r.active):
         stop_run(ws, run.id, graceful_timeout=30, term_timeout=5)
@@ -74,7 +53,7 @@ def test_run_outlives_devtune(ws, how):
     env = {**os.environ, "TERM": "xterm-256color"}
     proc, master = spawn_in_terminal([DEVTUNE, "-w", str(ws.root), "train"], ws.root, env)
     try:
-        assert wait(lambda: steps_logged(ws) >= 3), "training did not start"
+        assert wait(lambda: steps_logged(ws) >= 3, 180), "training did not start"
         run = find_run(ws, None)
         assert run.status is RunStatus.RUNNING
         if how == "hangup":
@@ -84,7 +63,7 @@ def test_run_outlives_devtune(ws, how):
             os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
         before = steps_logged(ws)
-        assert wait(lambda: steps_logged(ws) > before + 3), "the run stopped with devtune"
+        assert wait(lambda: steps_logged(ws) > before + 3, 180), "the run stopped with devtune"
         assert find_run(ws, run.id).status is RunStatus.RUNNING
 
         # a new devtune re-attaches and sees the whole history
