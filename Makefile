@@ -10,13 +10,17 @@ PYTEST    := $(VENV)/bin/python -m pytest
 DEMO_DIR  ?= demo
 PYTEST_ARGS ?=
 
-.PHONY: demo test setup serve-env bench clean help
+.PHONY: demo test envs setup serve-env bench clean help
 
 help:
 	@echo "make demo    set up, seed ./$(DEMO_DIR) and open the wizard on it"
 	@echo "make test    set up and run every test (core, tui, snapshots, e2e)"
 	@echo "make bench   run the benchmarks in bench/"
 	@echo "make clean   remove the virtual environments and the demo workspace"
+
+# both environments at once (lines prefixed [.venv] / [.venv-serve])
+envs:
+	@$(PY) -m core.install all
 
 # .venv: devtune + the torch build chosen for this machine + LLaMA-Factory + DeepSpeed
 setup:
@@ -27,15 +31,15 @@ setup:
 serve-env:
 	@$(PY) -m core.install serve
 
-demo: setup serve-env
+demo: envs
 	@$(DEVTUNE) demo $(DEMO_DIR)
 	@$(DEVTUNE) $(DEMO_DIR)
 
-test: setup serve-env
+test: envs
 	$(PYTEST) $(PYTEST_ARGS)
 
 # Each benchmark prints its figures as ratios to a baseline measured in the same run.
-bench: setup serve-env
+bench: envs
 	$(VENV)/bin/python bench/startup.py
 	$(VENV)/bin/python bench/lint.py
 	$(VENV)/bin/python bench/monitor.py
