@@ -1,6 +1,7 @@
 """The probe layer and the runner: the real probes on this machine, hung tools and probes that never
 come back, record and replay, re-checking one check."""
 
+import copy
 import os
 import stat
 import sys
@@ -83,7 +84,7 @@ def test_record_and_replay_give_the_same_report(this_machine, tmp_path):
 
 def test_recheck_one_check_reruns_only_its_probes(this_machine):
     ctx, events = this_machine
-    ev = events[-1].evidence
+    ev = copy.deepcopy(events[-1].evidence)  # the module's recording stays as the other tests read it
     before_torch, before_ds = ev.commands["torch"], ev.commands["ds_report"]
     verdict = get_verdict("torch.build")
     out = list(iter_doctor(ctx, [verdict], evidence=ev))
