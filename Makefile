@@ -9,6 +9,7 @@ DEVTUNE   := $(VENV)/bin/devtune
 PYTEST    := $(VENV)/bin/python -m pytest
 DEMO_DIR  ?= demo
 PYTEST_ARGS ?=
+TEST_JOBS ?= 2
 
 .PHONY: demo test envs setup serve-env bench clean help
 
@@ -36,7 +37,7 @@ demo: envs
 	@$(DEVTUNE) $(DEMO_DIR)
 
 test: envs
-	$(PYTEST) $(PYTEST_ARGS)
+	$(PYTEST) -n $(TEST_JOBS) --dist loadscope $(PYTEST_ARGS)
 
 # Each benchmark prints its figures as ratios to a baseline measured in the same run.
 bench: envs
