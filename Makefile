@@ -34,7 +34,7 @@ serve-env:
 
 demo: envs
 	@$(DEVTUNE) demo $(DEMO_DIR)
-	@$(DEVTUNE) $(DEMO_DIR)
+	@$(DEVTUNE) -w $(DEMO_DIR)
 
 test: envs
 	$(PYTEST) -n $(TEST_JOBS) --dist loadscope $(PYTEST_ARGS)

@@ -11,8 +11,10 @@ def test_version_and_help(devtune_cli):
 
 
 def test_usage_error_exits_2(devtune_cli):
-    out = devtune_cli("demo")
-    assert out.returncode == 2 and "DIR" in out.stderr
+    out = devtune_cli("demo")  # the command, not a folder named demo: say how to open that one
+    assert out.returncode == 2 and "devtune demo DIR" in out.stderr and "devtune ./demo" in out.stderr
+    out = devtune_cli("runs", "--no-such-flag")
+    assert out.returncode == 2 and "--no-such-flag" in out.stderr
 
 
 def test_positional_workspace_is_not_a_command():

@@ -17,7 +17,7 @@ def register(sub, add_common) -> list[str]:
                       "Re-running keeps your edits."),
     )
     add_common(p)
-    p.add_argument("dir", metavar="DIR", help=_("the folder to seed (created if missing)"))
+    p.add_argument("dir", metavar="DIR", nargs="?", help=_("the folder to seed (created if missing)"))
     p.set_defaults(handler=run_demo)
     return ["demo"]
 
@@ -26,6 +26,11 @@ def run_demo(args) -> int:
     from core.demo import seed_demo
     from core.workspace import Workspace
 
+    if args.dir is None:
+        # `devtune demo` reads as the command, also when the person meant the folder ./demo
+        err(_("devtune demo needs the folder to seed: `devtune demo DIR`. To open the wizard on a folder named "
+              "demo, run `devtune ./demo` or `devtune -w demo`."))
+        return 2
     ws = Workspace.resolve(args.dir)
     try:
         report = seed_demo(ws, progress=lambda m: print(f"  {m}", file=sys.stderr))
