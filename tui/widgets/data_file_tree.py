@@ -23,6 +23,15 @@ class DataFileTree(DirectoryTree):
     }
     """
 
+    def _populate_node(self, node, content) -> None:
+        """The workspace's `data/` opens by itself: that is where the sample files and the person's own
+        datasets are, so the first thing on screen is a file to pick."""
+        super()._populate_node(node, content)
+        if node is self.root:
+            for child in node.children:
+                if child.data is not None and child.data.path.name == "data" and not child.is_expanded:
+                    child.expand()
+
     def filter_paths(self, paths: Iterable[Path]) -> Iterable[Path]:
         out = []
         for p in paths:
