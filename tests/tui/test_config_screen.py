@@ -49,7 +49,7 @@ async def set_field(pilot, screen, key: str, value) -> None:
 
 
 async def started(pilot, app) -> ConfigScreen:
-    await wait_until(pilot, lambda: isinstance(app.screen, ConfigScreen))
+    await wait_until(pilot, lambda: isinstance(app.screen, ConfigScreen) and app.screen.is_mounted)
     screen = app.screen
     await wait_until(pilot, lambda: "lora_rank:" in preview_text(screen, "yaml"))
     return screen

@@ -48,7 +48,7 @@ async def open_in_tree(pilot, screen, path: Path) -> None:
 async def test_pick_lint_jump_render(ws):
     app = DevtuneApp(ws, watch_terminal=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, DataScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, DataScreen) and app.screen.is_mounted)
         screen = app.screen
         await open_in_tree(pilot, screen, ws.data_dir / "support_messy.jsonl")
         pager = screen.query_one(RowPager)
@@ -83,7 +83,7 @@ async def test_pick_lint_jump_render(ws):
 async def test_fix_and_register_are_previewed_first(ws):
     app = DevtuneApp(ws, watch_terminal=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, DataScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, DataScreen) and app.screen.is_mounted)
         screen = app.screen
         screen.open_file(ws.data_dir / "support_messy.jsonl")
         await wait_until(pilot, lambda: screen.report is not None)
@@ -127,7 +127,7 @@ async def test_big_file_pages_through_its_index(ws):
             fh.write(row.replace('"q"', f'"q{i}"') + "\n")
     app = DevtuneApp(ws, watch_terminal=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, DataScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, DataScreen) and app.screen.is_mounted)
         screen = app.screen
         screen.open_file(big)
         pager = screen.query_one(RowPager)
@@ -150,7 +150,7 @@ async def test_a_failing_worker_is_shown_not_fatal(ws):
     (ws.data_dir / "folder.jsonl").mkdir()
     app = DevtuneApp(ws, watch_terminal=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, DataScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, DataScreen) and app.screen.is_mounted)
         screen = app.screen
         screen.open_file(ws.data_dir / "folder.jsonl")
         await wait_until(pilot, lambda: screen.query_one("#step-error").has_class("-visible"))

@@ -37,7 +37,7 @@ async def test_real_doctor_on_this_machine(workspace, doctor_only, monkeypatch):
     seen = []
     app = DevtuneApp(workspace, watch_terminal=False)
     async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, DoctorScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, DoctorScreen) and app.screen.is_mounted)
         screen = app.screen
         tree = screen.query_one(CheckTree)
         assert len(tree.check_ids()) >= 30
@@ -113,7 +113,7 @@ async def test_a_failed_run_can_be_started_again(workspace, doctor_only, monkeyp
     monkeypatch.setenv(REPLAY_ENV, str(tmp_path / "no-such-machine"))
     app = DevtuneApp(workspace, watch_terminal=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, DoctorScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, DoctorScreen) and app.screen.is_mounted)
         screen = app.screen
         await wait_until(pilot, lambda: not screen.running_all)
         assert "not a recorded machine" in str(screen.query_one("#step-error").render())
