@@ -20,11 +20,11 @@ def group_members(pgid: int) -> list[int]:
     return out
 
 
-def wait(predicate, timeout=240) -> bool:
-    """Poll `predicate` five times a second until it holds or `timeout` seconds pass."""
+def wait(predicate, timeout=240, interval=0.2) -> bool:
+    """Poll `predicate` every `interval` seconds until it holds or `timeout` seconds pass."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         if predicate():
             return True
-        time.sleep(0.2)
+        time.sleep(interval)
     return False

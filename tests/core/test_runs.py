@@ -4,13 +4,13 @@ real LLaMA-Factory runs in tests/e2e/test_runs_llamafactory.py)."""
 import os
 import signal
 import sys
-import time
 
 import psutil
 import pytest
 
 from core.runs import (ProcessRef, RunError, RunStatus, find_run, last_checkpoint, list_runs, refresh, run_dir,
                        start_run, stop_run)
+from tests import processes
 
 TRAINER = r"""
 import signal, sys, time, os
@@ -37,12 +37,7 @@ sys.exit(int(sys.argv[3]) if len(sys.argv) > 3 else 0)
 
 
 def wait(predicate, timeout=30):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
+    return processes.wait(predicate, timeout, interval=0.1)
 
 
 def launch(ws, mode="plain", steps=5, code=0, label="t"):
