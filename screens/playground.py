@@ -16,13 +16,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import (Button, Checkbox, DataTable, Input, Log, Select, Static, TabbedContent, TabPane)
+from textual.widgets import Button, Checkbox, Input, Log, Select, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
 from core.i18n import _
 from screens.base import StepScreen
 from tui.widgets.chat_params import ChatParamsForm
 from tui.widgets.chat_transcript import ChatTranscript
+from tui.widgets.verify_results import VerifyResults
 
 REDRAW_SECONDS = 0.25  # streamed text reaches the screen at most 4 times a second
 
@@ -50,8 +51,6 @@ class PlaygroundScreen(StepScreen):
     PlaygroundScreen #pg-transcripts { height: 1fr; }
     PlaygroundScreen #pg-chat-compare { display: none; }
     PlaygroundScreen #pg-chat-compare.-visible { display: block; }
-    PlaygroundScreen #pg-verify { height: 1fr; }
-    PlaygroundScreen #pg-verdict { height: auto; padding: 0 1; }
     """
 
     @dataclass
@@ -124,14 +123,10 @@ class PlaygroundScreen(StepScreen):
                         yield ChatTranscript(_("compare"), id="pg-chat-compare")
                     yield Input(placeholder=_("ask a question, Enter sends"), id="pg-question")
                 with TabPane(_("Verify"), id="pg-tab-verify"):
-                    yield Static(_("F7 asks questions from the training data and scores the answers (chrF)."),
-                                 id="pg-verdict")
-                    yield DataTable(id="pg-verify", cursor_type="row", zebra_stripes=True)
+                    yield VerifyResults(id="pg-verify-results")
 
     def on_mount(self) -> None:
         self.query_one("#pg-server-log", Log).border_title = _("server log")
-        table = self.query_one("#pg-verify", DataTable)
-        table.add_columns("", _("score"), _("question"), _("expected"), _("answer"))
         self.load_servers(self.state.active_server)
 
     # ------------------------------------------------------------ servers
@@ -367,8 +362,7 @@ class PlaygroundScreen(StepScreen):
             self.show_error(_("start or choose a server first"))
             return
         self.query_one("#pg-tabs", TabbedContent).active = "pg-tab-verify"
-        self.query_one("#pg-verify", DataTable).clear()
-        self.query_one("#pg-verdict", Static).update(_("asking the training questions…"))
+        self.query_one(VerifyResults).start()
         self.verify(server)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="pg-verify", description=_("Verifying"))
@@ -391,17 +385,12 @@ class PlaygroundScreen(StepScreen):
         self.post_message(self.VerifyDone(report))
 
     def on_playground_screen_verify_row(self, message: VerifyRow) -> None:
-        r = message.result
-        flat = lambda text: " ".join(text.split())[:60]  # noqa: E731
-        self.query_one("#pg-verify", DataTable).add_row("✓" if r.passed else "✗", f"{r.score:.2f}", flat(r.question),
-                                                        flat(r.expected), flat(r.error or r.answer))
+        self.query_one(VerifyResults).add_result(message.result)
 
     def on_playground_screen_verify_done(self, message: VerifyDone) -> None:
-        verdict = self.query_one("#pg-verdict", Static)
-        if message.report is None:
-            verdict.update(message.error or "")
+        report = message.report
+        self.query_one(VerifyResults).finish(report, message.error)
+        if report is None:
             self.show_error(message.error or "")
             return
-        report = message.report
-        verdict.update(_("score {score:.2f} — {summary}", score=report.score, summary=report.summary))
         self.set_status("done" if report.verdict else "attention", _("verify: chrF {score:.2f}", score=report.score))
