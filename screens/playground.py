@@ -40,6 +40,7 @@ class PlaygroundScreen(StepScreen):
     DEFAULT_CSS = """
     PlaygroundScreen #pg-columns { height: 1fr; }
     PlaygroundScreen #pg-left { width: 46; padding-right: 1; }
+    PlaygroundScreen #pg-tabs { width: 1fr; }
     PlaygroundScreen #pg-server-row { height: auto; }
     PlaygroundScreen #pg-backend { width: 22; }
     PlaygroundScreen #pg-tp { width: 9; }

@@ -16,21 +16,22 @@ DEFAULTS = {"temperature": 0.7, "top_p": 1.0, "max_tokens": 256}
 class ChatParamsForm(Vertical):
     DEFAULT_CSS = """
     ChatParamsForm { height: auto; }
-    ChatParamsForm #pg-params { height: auto; }
-    ChatParamsForm #pg-params Input { width: 1fr; }
-    ChatParamsForm #pg-params #pg-temperature, ChatParamsForm #pg-params #pg-top-p { width: 12; }
-    ChatParamsForm #pg-params #pg-max-tokens { width: 12; }
+    ChatParamsForm Horizontal { height: auto; }
+    ChatParamsForm #pg-system { width: 2fr; }
+    ChatParamsForm #pg-stop-seq { width: 1fr; }
+    ChatParamsForm #pg-params Input { width: 1fr; max-width: 14; }
     """
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder=_("system prompt"), id="pg-system")
+        with Horizontal(id="pg-prompt-row"):
+            yield Input(placeholder=_("system prompt"), id="pg-system")
+            yield Input(placeholder=_("stop (comma-separated)"), id="pg-stop-seq")
         with Horizontal(id="pg-params"):
             yield Input(str(DEFAULTS["temperature"]), placeholder=_("temperature"), id="pg-temperature",
                         type="number")
             yield Input(str(DEFAULTS["top_p"]), placeholder="top_p", id="pg-top-p", type="number")
             yield Input(str(DEFAULTS["max_tokens"]), placeholder=_("max tokens"), id="pg-max-tokens",
                         type="integer")
-            yield Input(placeholder=_("stop (comma-separated)"), id="pg-stop-seq")
 
     def params(self):
         from core.chat import ChatParams
