@@ -49,4 +49,5 @@ bench: envs
 	$(VENV)/bin/python bench/playground.py -w $(DEMO_DIR) --serve models/tiny-llama3
 
 clean:
-	rm -rf $(VENV) .venv-serve $(DEMO_DIR)
+	rm -rf $(VENV) .venv-serve $(DEMO_DIR) build
+	rm -f core/dataset/_fastcols.*.so

@@ -50,12 +50,12 @@ def ensure_venv(venv: Path) -> Path:
     return py
 
 
-def fingerprint(*parts: str) -> str:
+def fingerprint(*parts: str, files: tuple[str, ...] = ()) -> str:
     h = hashlib.sha256()
     for p in parts:
         h.update(p.encode())
         h.update(b"\0")
-    for f in ("pyproject.toml", "core/install.py", "core/torch_build.py"):
+    for f in ("pyproject.toml", "core/install.py", "core/torch_build.py", *files):
         h.update((ROOT / f).read_bytes())
     return h.hexdigest()
 
@@ -155,7 +155,10 @@ def setup_train(venv: Path) -> None:
     hw = detect_hardware()
     choice = choose_torch(hw)
     extras = ["train", "test"] + {"rocm": ["amd"], "nvidia": ["nvidia"]}.get(hw.kind, [])
-    fp = fingerprint("train", choice.kind, choice.index_url or "", ",".join(extras))
+    # setup.py builds the C column pass of the lint (in place, with the editable install): a change to it
+    # must rebuild it, or the lint would run a stale build
+    fp = fingerprint("train", choice.kind, choice.index_url or "", ",".join(extras),
+                     files=("setup.py", "core/dataset/_fastcols.c"))
     stamp = venv / ".devtune-stamp"
     say(f"hardware: {hw.kind} ({hw.evidence})")
     say(f"torch build: {choice.reason}")

@@ -1,5 +1,6 @@
 """The fast path of the lint hot loop: a block of ordinary alpaca rows, parsed with one `orjson.loads`
-and checked column by column in C (`map` over the rows), never row by row in Python bytecode.
+and checked column by column, never row by row in Python bytecode: in one C loop
+(`_fastcols.columns`, an optional extension) or, without it, with `map` over the rows.
 
 A block qualifies when every line is one JSON object with exactly the three expected keys and string
 values; otherwise `read_block` says which line is the first that does not, and the caller checks that
@@ -23,6 +24,13 @@ from typing import Any
 
 from core.dataset.prefilter import Scratch, hit_lines
 from core.dataset.stats import cjk_chars
+
+try:  # the column pass in C (setup.py builds it when a compiler is present); else `_python_columns`
+    from core.dataset import _fastcols
+except ImportError:
+    _fastcols = None
+
+USE_C = True  # tests turn the C column pass off to compare it with the Python one
 
 _TAIL = itemgetter(slice(-8, None))  # content.maybe_repetitive: the last 8 characters occur 4 times
 _strip = str.strip
@@ -54,6 +62,58 @@ def read_block(np, loads, decode_error, body: bytes, a, keys: tuple[str, str, st
                scratch: Scratch) -> tuple[FastBlock | None, int | None]:
     """(the rows of `body`, None), or (None, index of the first line that is not an ordinary row, or None
     when that is not known). `body`: lines without the final newline; `a`: body as a numpy uint8 array."""
+    c = _fastcols if USE_C else None
+    if c is not None:  # one C pass: line bounds, the shape test, hint lines, repeated-key lines
+        starts, ends, bad, hits, dup_keys = c.scan_lines(body)
+        if bad >= 0:
+            return None, bad
+        starts, ends = np.frombuffer(starts, np.int64), np.frombuffer(ends, np.int64)
+        k = len(starts)
+    else:
+        starts, ends, bad = _line_bounds(np, body, a, scratch)
+        if bad is not None:
+            return None, bad
+        k = len(starts)
+    rl = ends - starts
+    joined = b"".join((b"[", body.replace(b"\n", b",\n"), b"]"))
+    try:
+        rows = loads(joined)
+    except decode_error as exc:  # lineno is 1-based; line i of `joined` holds line i of body
+        return None, max(0, min(k - 1, exc.lineno - 1)) if exc.lineno else None
+    if len(rows) != k:
+        return None, None
+    if c is not None:
+        got = c.columns(rows, *keys, escaped)
+        if type(got) is int:
+            return None, got
+        del rows
+        ins, inp, outs, table = got
+        t = np.frombuffer(table, np.int64).reshape(-1, k)
+        li, ln, lo, prompts, outputs = t[0], t[1], t[2], t[3], t[4]
+        cjk = t[6] if escaped else None
+        exact = np.flatnonzero(t[5]).tolist()
+    else:
+        flags = scratch.flags[:len(body)]
+        colons = int(np.count_nonzero(np.equal(a, np.uint8(COLON), out=flags)))
+        got = _python_columns(np, rows, keys, escaped, colons)
+        if type(got) is not tuple:
+            return None, got
+        del rows
+        ins, inp, outs, li, ln, lo, prompts, outputs, cjk, exact = got
+        hits = hit_lines(body, np, a, starts, scratch)
+        # each row has its three keys, so at least three colons: 3 × k colons settles it at once
+        dup_keys = [] if colons == 3 * k else _dup_key_rows(np, a, k, starts)
+    if hits:
+        exact += hits
+    if len(exact) > 1:
+        exact = sorted(set(exact))
+    return FastBlock(k, starts, ends, ins, inp, outs, li, ln, lo, rl, cjk, prompts, outputs, exact, set(hits),
+                     dup_keys), None
+
+
+def _line_bounds(np, body: bytes, a, scratch: Scratch):
+    """(starts, ends, None), or (None, None, the first line that cannot be an ordinary row): shorter than
+    two bytes, or not ending in `}` (before an optional \\r). What `_fastcols.scan_lines` does in C."""
     flags = scratch.ensure(len(body)).flags[:len(body)]
     nl = np.flatnonzero(np.equal(a, np.uint8(NL), out=flags))
     k = len(nl) + 1
@@ -63,21 +123,20 @@ def read_block(np, loads, decode_error, body: bytes, a, keys: tuple[str, str, st
     ends = np.empty(k, dtype=np.int64)
     ends[:-1] = nl
     ends[-1] = len(body)
-    rl = ends - starts
-    short = rl < 2  # a blank line, or a line too short to be an object
+    short = ends - starts < 2  # a blank line, or a line too short to be an object
     last = np.maximum(ends - 1, 0)
     if body.find(b"\r") >= 0:
         last -= (a[last] == CR) & (last > starts)
     bad = short | (a[last] != CLOSE)
     if bad.any():
-        return None, int(np.argmax(bad))
-    joined = b"".join((b"[", body.replace(b"\n", b",\n"), b"]"))
-    try:
-        rows = loads(joined)
-    except decode_error as exc:  # lineno is 1-based; line i of `joined` holds line i of body
-        return None, max(0, min(k - 1, exc.lineno - 1)) if exc.lineno else None
-    if len(rows) != k:
-        return None, None
+        return None, None, int(np.argmax(bad))
+    return starts, ends, None
+
+
+def _python_columns(np, rows: list, keys: tuple[str, str, str], escaped: bool, colons: int):
+    """What `_fastcols.columns` computes, with `map` over the rows: (ins, inp, outs, li, ln, lo, prompts,
+    outputs, cjk, exact rows), or the index of the first odd row (None when not known)."""
+    k = len(rows)
     k_ins, k_inp, k_out = keys
     try:
         ins = list(map(itemgetter(k_ins), rows))
@@ -87,12 +146,10 @@ def read_block(np, loads, decode_error, body: bytes, a, keys: tuple[str, str, st
         s_inp = list(map(_strip, inp))
         s_out = list(map(_strip, outs))
     except (KeyError, TypeError):  # a key missing, not an object, a value not a string
-        return None, _first_odd(rows, keys)
-    colons = int(np.count_nonzero(np.equal(a, np.uint8(COLON), out=flags)))
-    # each row has its three keys, so at least three colons: 3 × k colons means exactly three keys each
+        return _first_odd(rows, keys)
+    # 3 × k colons means exactly three keys each; else count them
     if colons != 3 * k and set(map(len, rows)) != {3}:
-        return None, _first_odd(rows, keys)
-    del rows
+        return _first_odd(rows, keys)
 
     def column(values: list):  # from a list: np.fromiter straight over a map is several times slower
         return np.fromiter(values, np.int64, k)
@@ -104,19 +161,11 @@ def read_block(np, loads, decode_error, body: bytes, a, keys: tuple[str, str, st
     outputs = column(list(map(hash, outs)))
     repeats = column(list(map(_count, outs, map(_TAIL, outs))))
     cjk = column(list(map(_cjk3, ins, inp, outs))) if escaped else None
-
     exact = np.flatnonzero((lo < 10) | ((lo >= 80) & (repeats >= 4))).tolist()
     if s_ins != ins or s_inp != inp or s_out != outs:
         exact += [i for i, (a1, b1, a2, b2, a3, b3) in enumerate(zip(s_ins, ins, s_inp, inp, s_out, outs))
                   if a1 is not b1 or a2 is not b2 or a3 is not b3]
-    hits = hit_lines(body, np, a, starts, scratch)
-    if hits:
-        exact += hits
-    if len(exact) > 1:
-        exact = sorted(set(exact))
-    dup_keys = [] if colons == 3 * k else _dup_key_rows(np, a, k, starts)
-    return FastBlock(k, starts, ends, ins, inp, outs, li, ln, lo, rl, cjk, prompts, outputs, exact, set(hits),
-                     dup_keys), None
+    return ins, inp, outs, li, ln, lo, prompts, outputs, cjk, exact
 
 
 def _first_odd(rows: list, keys: tuple[str, str, str]) -> int | None:

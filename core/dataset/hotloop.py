@@ -26,6 +26,7 @@ from typing import Callable
 from core.dataset import content
 from core.dataset.fastblock import FastBlock, read_block
 from core.dataset.findings import finding
+from core.dataset.npimport import numpy_or_none
 from core.dataset.fingerprints import SPILL_AT_END, SPILL_ROWS
 from core.dataset.prefilter import Scratch, hit_lines
 from core.dataset.scan import (LineNo, PartResult, ScanContext, Sink, key_count, new_result, non_utf8_line,
@@ -151,12 +152,7 @@ class _PartScan:
     def __init__(self, ctx: ScanContext, relative: bool) -> None:
         import orjson
 
-        np = None
-        if USE_NUMPY:
-            try:
-                import numpy as np
-            except ImportError:
-                np = None
+        np = numpy_or_none() if USE_NUMPY else None
         self.np = np
         self.scratch = Scratch(np) if np is not None else None
         self.loads, self.decode_error = orjson.loads, orjson.JSONDecodeError

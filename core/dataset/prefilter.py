@@ -55,7 +55,7 @@ class Scratch:
 
     def __init__(self, np) -> None:
         self.np = np
-        self.size = 0
+        self.size = -1  # nothing allocated yet
 
     def ensure(self, n: int) -> "Scratch":
         if n > self.size:

@@ -1,0 +1,9 @@
+"""The one compiled part of devtune: the lint fast path's column pass (core/dataset/_fastcols.c).
+
+Everything else is in pyproject.toml. The extension is optional: where no C compiler is present the
+build goes on without it and the lint uses the pure-Python column pass (same findings, slower).
+"""
+
+from setuptools import Extension, setup
+
+setup(ext_modules=[Extension("core.dataset._fastcols", ["core/dataset/_fastcols.c"], optional=True)])
