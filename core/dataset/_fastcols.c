@@ -98,6 +98,85 @@ repetitive(PyObject *out, Py_ssize_t n)
     return 0;
 }
 
+/* hash((a, b)) as CPython's tuplehash computes it (xxHash-based, 3.8 and later), without building the
+ * tuple; `tuple_hash_ok` says whether this interpreter agrees (checked at import), else a tuple is built */
+#if SIZEOF_PY_UHASH_T > 4
+#define XXPRIME_1 ((Py_uhash_t)11400714785074694791ULL)
+#define XXPRIME_2 ((Py_uhash_t)14029467366897019727ULL)
+#define XXPRIME_5 ((Py_uhash_t)2870177450012600261ULL)
+#define XXROTATE(x) ((x << 31) | (x >> 33))
+#else
+#define XXPRIME_1 ((Py_uhash_t)2654435761UL)
+#define XXPRIME_2 ((Py_uhash_t)2246822519UL)
+#define XXPRIME_5 ((Py_uhash_t)374761393UL)
+#define XXROTATE(x) ((x << 13) | (x >> 19))
+#endif
+static int tuple_hash_ok = 0;
+
+static Py_hash_t
+pair_hash(PyObject *a, PyObject *b)
+{
+    if (!tuple_hash_ok) {
+        PyObject *pair = PyTuple_Pack(2, a, b);
+        if (pair == NULL)
+            return -1;
+        Py_hash_t h = PyObject_Hash(pair);
+        Py_DECREF(pair);
+        return h;
+    }
+    PyObject *items[2] = {a, b};
+    Py_uhash_t acc = XXPRIME_5;
+    for (int i = 0; i < 2; i++) {
+        Py_uhash_t lane = (Py_uhash_t)PyObject_Hash(items[i]);
+        if (lane == (Py_uhash_t)-1)
+            return -1;
+        acc += lane * XXPRIME_2;
+        acc = XXROTATE(acc);
+        acc *= XXPRIME_1;
+    }
+    acc += 2 ^ (XXPRIME_5 ^ 3527539UL);
+    if (acc == (Py_uhash_t)-1)
+        return 1546275796;
+    return (Py_hash_t)acc;
+}
+
+static int
+check_tuple_hash(void)
+{
+    PyObject *a = PyUnicode_FromString("instruction"), *b = PyUnicode_FromString("");
+    if (a == NULL || b == NULL) {
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        return -1;
+    }
+    tuple_hash_ok = 0;
+    Py_hash_t slow = pair_hash(a, b);
+    tuple_hash_ok = 1;
+    Py_hash_t fast = pair_hash(a, b);
+    tuple_hash_ok = slow != -1 && slow == fast;
+    Py_DECREF(a);
+    Py_DECREF(b);
+    return 0;
+}
+
+/* Which of the three wanted keys `key` is (0, 1, 2), or -1. orjson hands out one cached str object per
+ * key, so after the first row each key is found by identity in `seen`. */
+static int
+key_slot(PyObject *key, PyObject *const *wanted, PyObject **seen)
+{
+    for (int j = 0; j < 3; j++)
+        if (key == seen[j])
+            return j;
+    if (!PyUnicode_CheckExact(key))
+        return -1;
+    for (int j = 0; j < 3; j++)
+        if (PyUnicode_GET_LENGTH(key) == PyUnicode_GET_LENGTH(wanted[j]) && PyUnicode_Compare(key, wanted[j]) == 0) {
+            seen[j] = key;  /* borrowed: the row holds it for the rest of this call */
+            return j;
+        }
+    return -1;
+}
+
 static PyObject *
 columns(PyObject *self, PyObject *args)
 {
@@ -107,27 +186,12 @@ columns(PyObject *self, PyObject *args)
         return NULL;
     Py_ssize_t k = PyList_GET_SIZE(rows);
     int ncols = escaped ? NCOLS_ESCAPED : NCOLS_PLAIN;
-
-    /* the shape first: nothing is allocated for a block that goes line by line */
-    for (Py_ssize_t i = 0; i < k; i++) {
-        PyObject *row = PyList_GET_ITEM(rows, i);
-        if (!PyDict_CheckExact(row) || PyDict_GET_SIZE(row) != 3)
-            return PyLong_FromSsize_t(i);
-        PyObject *keys[3] = {k_ins, k_inp, k_out};
-        for (int j = 0; j < 3; j++) {
-            PyObject *v = PyDict_GetItemWithError(row, keys[j]);
-            if (v == NULL) {
-                if (PyErr_Occurred())
-                    return NULL;
-                return PyLong_FromSsize_t(i);
-            }
-            if (!PyUnicode_CheckExact(v))
-                return PyLong_FromSsize_t(i);
-        }
-    }
+    PyObject *const wanted[3] = {k_ins, k_inp, k_out};
+    PyObject *seen[3] = {k_ins, k_inp, k_out};
 
     PyObject *ins = PyList_New(k), *inp = PyList_New(k), *outs = PyList_New(k);
     PyObject *table = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int64_t) * ncols * k);
+    PyObject *odd = NULL;  /* the index of the first row that is not an ordinary one */
     if (ins == NULL || inp == NULL || outs == NULL || table == NULL)
         goto fail;
     int64_t *t = (int64_t *)PyBytes_AS_STRING(table);
@@ -136,14 +200,20 @@ columns(PyObject *self, PyObject *args)
 
     for (Py_ssize_t i = 0; i < k; i++) {
         PyObject *row = PyList_GET_ITEM(rows, i);
-        PyObject *a = PyDict_GetItemWithError(row, k_ins);
-        PyObject *b = PyDict_GetItemWithError(row, k_inp);
-        PyObject *c = PyDict_GetItemWithError(row, k_out);
-        if (a == NULL || b == NULL || c == NULL) {  /* checked above; only a failed lookup gets here */
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_RuntimeError, "columns: a row changed during the pass");
-            goto fail;
+        PyObject *got[3] = {NULL, NULL, NULL};
+        if (!PyDict_CheckExact(row) || PyDict_GET_SIZE(row) != 3)
+            goto odd_row;
+        Py_ssize_t pos = 0;
+        PyObject *key, *value;
+        while (PyDict_Next(row, &pos, &key, &value)) {
+            int j = key_slot(key, wanted, seen);
+            if (j < 0 || got[j] != NULL || !PyUnicode_CheckExact(value))
+                goto odd_row;
+            got[j] = value;
         }
+        PyObject *a = got[0], *b = got[1], *c = got[2];
+        if (a == NULL || b == NULL || c == NULL)
+            goto odd_row;
         Py_INCREF(a);
         PyList_SET_ITEM(ins, i, a);
         Py_INCREF(b);
@@ -154,12 +224,7 @@ columns(PyObject *self, PyObject *args)
         li[i] = PyUnicode_GET_LENGTH(a);
         ln[i] = PyUnicode_GET_LENGTH(b);
         lo[i] = n;
-
-        PyObject *pair = PyTuple_Pack(2, a, b);
-        if (pair == NULL)
-            goto fail;
-        Py_hash_t h = PyObject_Hash(pair);
-        Py_DECREF(pair);
+        Py_hash_t h = pair_hash(a, b);
         if (h == -1 && PyErr_Occurred())
             goto fail;
         hp[i] = h;
@@ -167,10 +232,13 @@ columns(PyObject *self, PyObject *args)
         if (h == -1 && PyErr_Occurred())
             goto fail;
         ho[i] = h;
-
         ex[i] = n < 10 || repetitive(c, n) || edge_space(a) || edge_space(b) || edge_space(c);
         if (cjk != NULL)
             cjk[i] = cjk_chars(a) + cjk_chars(b) + cjk_chars(c);
+        continue;
+    odd_row:
+        odd = PyLong_FromSsize_t(i);
+        goto fail;
     }
     PyObject *result = PyTuple_Pack(4, ins, inp, outs, table);
     Py_DECREF(ins);
@@ -179,12 +247,50 @@ columns(PyObject *self, PyObject *args)
     Py_DECREF(table);
     return result;
 
-fail:
+fail:  /* an error (odd is NULL), or an odd row (its index) */
     Py_XDECREF(ins);
     Py_XDECREF(inp);
     Py_XDECREF(outs);
     Py_XDECREF(table);
-    return NULL;
+    return odd;
+}
+
+/* b"[" + body.replace(b"\n", b",\n") + b"]" in one copy; k: the lines in body (newlines + 1) */
+static PyObject *
+json_array(PyObject *self, PyObject *args)
+{
+    const char *body;
+    Py_ssize_t n, k;
+    if (!PyArg_ParseTuple(args, "y#n:json_array", &body, &n, &k))
+        return NULL;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n + 2 + (k - 1));
+    if (out == NULL)
+        return NULL;
+    char *w = PyBytes_AS_STRING(out), *end = w + PyBytes_GET_SIZE(out);
+    *w++ = '[';
+    const char *r = body, *stop = body + n;
+    const char *nl;
+    while ((nl = memchr(r, '\n', (size_t)(stop - r))) != NULL) {
+        if (w + (nl - r) + 2 > end - 1) {
+            Py_DECREF(out);
+            PyErr_SetString(PyExc_ValueError, "json_array: more lines than k");
+            return NULL;
+        }
+        memcpy(w, r, (size_t)(nl - r));
+        w += nl - r;
+        *w++ = ',';
+        *w++ = '\n';
+        r = nl + 1;
+    }
+    if (w + (stop - r) != end - 1) {
+        Py_DECREF(out);
+        PyErr_SetString(PyExc_ValueError, "json_array: fewer lines than k");
+        return NULL;
+    }
+    memcpy(w, r, (size_t)(stop - r));
+    w += stop - r;
+    *w = ']';
+    return out;
 }
 
 /* ------------------------------------------------------------------ the byte pass over a block
@@ -200,7 +306,7 @@ fail:
  *                 none when the block holds exactly three colons a line
  *
  * Speed: a byte-at-a-time loop costs more than numpy's several whole-array passes. So the hints are
- * found 16 bytes at a time (GCC/Clang vector extensions: SSE2 on x86-64, NEON on arm64): a byte is a
+ * found 32 bytes at a time (GCC/Clang vector extensions: AVX2 or SSE2 on x86-64, NEON on arm64): a byte is a
  * candidate when it could start a hint (`@`, `+`, `\`, the first of three digits, a marker's first two
  * bytes), candidates are rare in ordinary text, and only they are checked exactly, one by one. A line
  * with a hint is left at once for the next one.
@@ -313,71 +419,76 @@ hint_at(const unsigned char *b, Py_ssize_t p, Py_ssize_t ls, Py_ssize_t n, Py_ss
 
 #if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define VECTOR_SCAN 1
-typedef unsigned char v16 __attribute__((vector_size(16)));
-typedef uint64_t v2x64 __attribute__((vector_size(16)));
+typedef unsigned char v32 __attribute__((vector_size(32)));
+typedef uint64_t v4x64 __attribute__((vector_size(32)));
 
-static inline v16
-load16(const unsigned char *p)
+/* x86-64 with GCC and glibc: an AVX2 build of the loops besides the SSE2 one, picked at load time */
+#if defined(__x86_64__) && !defined(__clang__) && defined(__GLIBC__)
+#define VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define VECTOR_CLONES
+#endif
+
+static inline v32
+load32(const unsigned char *p)
 {
-    v16 v;
-    memcpy(&v, p, 16);
+    v32 v;
+    memcpy(&v, p, 32);
     return v;
 }
 
-/* the candidates among the 16 bytes at p (needs p + 18 <= n): 0xFF per candidate byte */
-static inline v2x64
-candidates16(const unsigned char *p)
+/* the candidates among the 32 bytes at p (needs p + 34 <= n): 0xFF per candidate byte */
+static inline v4x64
+candidates32(const unsigned char *p)
 {
-    v16 v0 = load16(p), v1 = load16(p + 1), v2 = load16(p + 2);
-    v16 m = (v16)((v0 == '@') | (v0 == '+') | (v0 == '\\'));
-    m |= (v16)(((v16)(v0 - '0') < 10) & ((v16)(v1 - '0') < 10) & ((v16)(v2 - '0') < 10));
-    m |= (v16)((v0 == 0xE9) & (v1 == 0x94));
-    m |= (v16)((v0 == 0xC3) & ((v1 == 0x83) | (v1 == 0xA2) | (v1 == 0x82)));
-    m |= (v16)((v0 == 0xE2) & ((v1 & 0xFE) == 0x80));
-    m |= (v16)((v0 == 0xEF) & ((v1 | 0x04) == 0xBF));
-    return (v2x64)m;
+    v32 v0 = load32(p), v1 = load32(p + 1), v2 = load32(p + 2);
+    v32 m = (v32)((v0 == '@') | (v0 == '+') | (v0 == '\\'));
+    m |= (v32)(((v32)(v0 - '0') < 10) & ((v32)(v1 - '0') < 10) & ((v32)(v2 - '0') < 10));
+    m |= (v32)((v0 == 0xE9) & (v1 == 0x94));
+    m |= (v32)((v0 == 0xC3) & ((v1 == 0x83) | (v1 == 0xA2) | (v1 == 0x82)));
+    m |= (v32)((v0 == 0xE2) & ((v1 & 0xFE) == 0x80));
+    m |= (v32)((v0 == 0xEF) & ((v1 | 0x04) == 0xBF));
+    return (v4x64)m;
 }
+#else
+#define VECTOR_CLONES
 #endif
 
 /* The lines of [0, n) with a hint, appended to `hits`; line bounds in st/en (k lines). */
-static int
+VECTOR_CLONES static int
 find_hints(const unsigned char *b, Py_ssize_t n, const int64_t *st, const int64_t *en, Py_ssize_t k,
            PyObject *hits)
 {
     Py_ssize_t line = 0, i = 0, resume = 0;
     while (i < n) {
-        uint64_t lanes[2];
+        uint64_t lanes[4] = {0, 0, 0, 0};
         Py_ssize_t width;
 #ifdef VECTOR_SCAN
-        if (i + 34 <= n) {  /* the common case: 32 bytes without a candidate */
-            v2x64 m = candidates16(b + i) | candidates16(b + i + 16);
-            if ((m[0] | m[1]) == 0) {
+        if (i + 34 <= n) {
+            v4x64 m = candidates32(b + i);
+            if ((m[0] | m[1] | m[2] | m[3]) == 0) {  /* the common case: no candidate in 32 bytes */
                 i += 32;
                 continue;
             }
-        }
-        if (i + 18 <= n) {
-            v2x64 m = candidates16(b + i);
-            lanes[0] = m[0];
-            lanes[1] = m[1];
-            width = 16;
+            for (int h = 0; h < 4; h++)
+                lanes[h] = m[h];
+            width = 32;
         }
         else
 #endif
         {
-            lanes[0] = lanes[1] = 0;
-            width = n - i < 16 ? n - i : 16;
+            width = n - i < 32 ? n - i : 32;
             for (Py_ssize_t j = 0; j < width; j++)
                 if (candidate(b, i + j, n))
                     lanes[j >> 3] |= (uint64_t)0xFF << ((j & 7) * 8);
         }
         Py_ssize_t next = i + width;
-        for (int half = 0; half < 2; half++) {
-            uint64_t m = lanes[half];
+        for (int h = 0; h < 4; h++) {
+            uint64_t m = lanes[h];
             while (m) {
                 int byte = __builtin_ctzll(m) >> 3;
                 m &= ~((uint64_t)0xFF << (byte * 8));
-                Py_ssize_t p = i + half * 8 + byte;
+                Py_ssize_t p = i + h * 8 + byte;
                 if (p < resume)
                     continue;
                 while (line + 1 < k && st[line + 1] <= p)
@@ -399,17 +510,17 @@ find_hints(const unsigned char *b, Py_ssize_t n, const int64_t *st, const int64_
 }
 
 /* how many bytes of [b, b + n) are c */
-static Py_ssize_t
+VECTOR_CLONES static Py_ssize_t
 count_byte(const unsigned char *b, Py_ssize_t n, unsigned char c)
 {
     Py_ssize_t total = 0, i = 0;
 #ifdef VECTOR_SCAN
-    while (i + 16 <= n) {
-        v16 acc = {0};
-        for (int r = 0; r < 255 && i + 16 <= n; r++, i += 16)
-            acc -= (v16)(load16(b + i) == c);  /* -1 per match: the count per lane, up to 255 */
-        v2x64 w = (v2x64)acc;
-        for (int h = 0; h < 2; h++)
+    while (i + 32 <= n) {
+        v32 acc = {0};
+        for (int r = 0; r < 255 && i + 32 <= n; r++, i += 32)
+            acc -= (v32)(load32(b + i) == c);  /* -1 per match: the count per lane, up to 255 */
+        v4x64 w = (v4x64)acc;
+        for (int h = 0; h < 4; h++)
             for (int j = 0; j < 8; j++)
                 total += (w[h] >> (8 * j)) & 0xFF;
     }
@@ -490,6 +601,8 @@ fail:
 }
 
 static PyMethodDef methods[] = {
+    {"json_array", json_array, METH_VARARGS,
+     "json_array(body, k) -> b'[' + body.replace(b'\\n', b',\\n') + b']' (k: the lines in body)"},
     {"scan_lines", scan_lines, METH_O,
      "scan_lines(body) -> (starts, ends, first bad line or -1, hint lines, repeated-key lines)"},
     {"columns", columns, METH_VARARGS,
@@ -505,5 +618,12 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__fastcols(void)
 {
-    return PyModule_Create(&module);
+    if (check_tuple_hash() < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddIntConstant(m, "TUPLE_HASH_INLINE", tuple_hash_ok) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

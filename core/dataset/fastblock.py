@@ -75,7 +75,7 @@ def read_block(np, loads, decode_error, body: bytes, a, keys: tuple[str, str, st
             return None, bad
         k = len(starts)
     rl = ends - starts
-    joined = b"".join((b"[", body.replace(b"\n", b",\n"), b"]"))
+    joined = c.json_array(body, k) if c is not None else b"".join((b"[", body.replace(b"\n", b",\n"), b"]"))
     try:
         rows = loads(joined)
     except decode_error as exc:  # lineno is 1-based; line i of `joined` holds line i of body

@@ -12,6 +12,7 @@
 
 import json
 import random
+import sys
 from array import array
 
 import numpy as np
@@ -190,6 +191,8 @@ def test_c_columns_compute_what_the_python_columns_compute(rows, escaped):
     colons = 3 * k  # every row here has exactly its three keys
     assert _normalise(c) == _normalise(fastblock._python_columns(np, rows, KEYS, escaped, colons))
     assert all(a is b for a, b in zip(ins, (r["instruction"] for r in rows)))  # the same objects, not copies
+    if sys.implementation.name == "cpython":  # hash((a, b)) computed without building the tuple
+        assert fastblock._fastcols.TUPLE_HASH_INLINE == 1
 
 
 # the edges of the hint rules: runs of 2/3 and 3/4 digits around - or ., 10/11 digits, each e-mail
@@ -239,6 +242,10 @@ def test_c_byte_pass_finds_what_the_numpy_passes_find(body):
     k = len(splits)
     colons = body.count(b":")
     assert dup_keys == ([] if colons == 3 * k else fastblock._dup_key_rows(np, a, k, starts))
+    assert fastblock._fastcols.json_array(body, k) == b"".join((b"[", body.replace(b"\n", b",\n"), b"]"))
+    for wrong in (k - 1, k + 1):
+        with pytest.raises(ValueError):
+            fastblock._fastcols.json_array(body, wrong)
 
 
 @pytest.mark.skipif(fastblock._fastcols is None, reason="the C extension is not built here")
@@ -269,13 +276,13 @@ def test_c_byte_pass_counts_colons_in_a_long_block(rows):
     body = b"\n".join(lines)
     assert fastblock._fastcols.scan_lines(body)[4] == []
     assert fastblock._fastcols.scan_lines(body + b'\n{"instruction":"a:","input":"","output":"b"}')[4] == [rows // 2]
-    # 4,096 colons in a row, starting at a multiple of 4,096 bytes: 256 in each counter lane within one
-    # stretch of 256 × 16 bytes (a byte-wide counter flushed every 256 steps would wrap to 0 and find
+    # 8,192 colons in a row, starting at a multiple of 8,192 bytes: 256 in each counter lane within one
+    # stretch of 256 × 32 bytes (a byte-wide counter flushed every 256 steps would wrap to 0 and find
     # exactly three colons a line); that row's `"::::` makes it a row to check too
     head = body + b"\n"
-    pad = -(len(head) + len(b'{"instruction":"q","input":"","output":"')) % 4096
-    colons = orjson.dumps({"instruction": "q" + "x" * pad, "input": "", "output": ":" * 4096})
-    assert (len(head) + colons.index(b":::")) % 4096 == 0
+    pad = -(len(head) + len(b'{"instruction":"q","input":"","output":"')) % 8192
+    colons = orjson.dumps({"instruction": "q" + "x" * pad, "input": "", "output": ":" * 8192})
+    assert (len(head) + colons.index(b":::")) % 8192 == 0
     assert fastblock._fastcols.scan_lines(head + colons)[4] == [rows // 2, rows + 1]
 
 
