@@ -201,10 +201,16 @@ def main() -> None:
     j1, j2 = med["lint --jobs 1"], med["lint --jobs 2"]
     best = {k: min(x["seconds"] for x in v) for k, v in results.items()}
     load = os.getloadavg()[0]
-    print(f"--jobs 2 speed-up over --jobs 1: {j1 / j2:.2f}× median, "
-          f"{best['lint --jobs 1'] / best['lint --jobs 2']:.2f}× best  (target ≥ 1.6×; load average "
+    def per_round(a: str, b: str) -> float:  # the ratio within each round (neighbours in time), median
+        return statistics.median(x["seconds"] / y["seconds"] for x, y in zip(results[a], results[b]))
+
+    print(f"--jobs 2 speed-up over --jobs 1: {j1 / j2:.2f}× (medians), "
+          f"{per_round('lint --jobs 1', 'lint --jobs 2'):.2f}× (median of per-round ratios), "
+          f"{best['lint --jobs 1'] / best['lint --jobs 2']:.2f}× (fastest runs)  (target ≥ 1.6×; load average "
           f"{load_before:.1f} before, {load:.1f} now, on {cpus} CPUs)")
-    print(f"lint --jobs 1 / baseline: {j1 / base:.2f}× median, {best['lint --jobs 1'] / best['baseline']:.2f}× best "
+    print(f"lint --jobs 1 / baseline: {j1 / base:.2f}× (medians), "
+          f"{per_round('lint --jobs 1', 'baseline'):.2f}× (median of per-round ratios), "
+          f"{best['lint --jobs 1'] / best['baseline']:.2f}× (fastest runs) "
           f"(target ≤ 1.5×); default (--jobs {default_jobs}) / baseline: "
           f"{med[f'lint --jobs {default_jobs}'] / base:.2f}×")
     print(f"peak RSS of lint (largest process): {max(rss[k] for k in rss if k.startswith('lint')):.0f} MB "

@@ -9,6 +9,7 @@ the screen) or `none`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import attrgetter
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 SAFE, CONFIRM, NONE = "safe", "confirm", "none"
@@ -85,6 +86,9 @@ class Finding:
         return (self.line, self.column or 0, SEVERITY_ORDER.get(self.severity, 3), self.rule)
 
 
+_LINE = attrgetter("line")
+
+
 def finding(rule_id: str, line: int, message: str, *, column: int | None = None,
             severity: str | None = None, fix: str | None = None) -> Finding:
     rule = RULES[rule_id]
@@ -111,6 +115,21 @@ def findings_for_pairs(rule_id: str, template: str, pairs) -> list[Finding]:
     if names[0] == "line":
         return [Finding(rule_id, sev, line, fmt % (line, other), fix) for line, other in pairs]
     return [Finding(rule_id, sev, line, fmt % (other, line), fix) for line, other in pairs]
+
+
+def sort_findings(findings: list[Finding]) -> None:
+    """Sort in place by `Finding.sort_key`. Tens of thousands of findings (duplicates) mostly on lines of
+    their own: sorted by line in C, then only the runs that share a line by the full key."""
+    findings.sort(key=_LINE)
+    lines = list(map(_LINE, findings))
+    ties = [i for i, (a, b) in enumerate(zip(lines, lines[1:])) if a == b]
+    k = 0
+    while k < len(ties):  # each run of equal lines: [ties[k], end]
+        start = end = ties[k]
+        while k < len(ties) and ties[k] == end:
+            end += 1
+            k += 1
+        findings[start:end + 1] = sorted(findings[start:end + 1], key=Finding.sort_key)
 
 
 def count_by_severity(findings) -> dict[str, int]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from core.dataset.findings import (ERROR, INFO, NONE, SAFE, WARNING, Finding, count_by_severity, finding,
-                                   findings_for_pairs)
+                                   findings_for_pairs, sort_findings)
 from core.dataset.fingerprints import find_duplicates
 from core.dataset.reader import (CSV, EMPTY, JSON_ARRAY, JSON_STREAM, JSONL, TEXT, FileProbe, ReadNotes,
                                  iter_records, probe_file)
@@ -266,7 +266,7 @@ def lint_file(path: str | os.PathLike, options: LintOptions | None = None,
         findings = [f for f in findings if f.rule != "too-long"] + counted.findings
         token_source = opts.tokenizer
     with paused_gc():
-        findings.sort(key=Finding.sort_key)
+        sort_findings(findings)
     stats = build_stats(merged.stats, rows=merged.good, cutoff_len=opts.cutoff_len, token_source=token_source,
                         duplicates=len(dups.duplicates), conflicts=len(dups.conflicts), near_duplicates=near)
     fmt = schema.label

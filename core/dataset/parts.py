@@ -1,6 +1,6 @@
 """The --jobs side of lint: the file cut into parts at line starts, one worker process per part (the
-parent scans the first part itself when workers are forked), and the parts' results merged with global
-line numbers. Duplicates across parts are found afterwards from the merged fingerprints.
+parent scans the first part itself when workers are forked), each sending its result back through a
+pipe, and the parts' results merged with global line numbers. Duplicates across parts are found afterwards from the merged fingerprints.
 
 Start-up and merge are the serial part of --jobs N: workers fork (no re-import) where this process has
 no other thread, a worker hands its fingerprints back pickled when they are few and on disk when many,
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from core.dataset.hotloop import scan_jsonl_part
+from core.dataset.npimport import numpy_or_none
 from core.dataset.scan import PartResult, ScanContext, relocate
 from core.dataset.schema import Schema
 from core.dataset.stats import StatsAccumulator
@@ -69,32 +70,81 @@ def run_parts(ctx: ScanContext, parts: list[tuple[int, int]], start_method: str 
     # with fork the workers share this process's str hashes, so it scans the first part itself;
     # with spawn every part goes to a worker started with the same PYTHONHASHSEED
     own = method == "fork"
-    pool = _pool(mp, len(parts) - own, seed=None if own else "0")
-    with pool:
-        pending = [pool.apply_async(scan_jsonl_part, (ctx, a, b, i > 0, None, len(parts)))
-                   for i, (a, b) in enumerate(parts) if i or not own]
+    if own:  # imported once, here, rather than by this process and each forked worker after the fork
+        numpy_or_none()
+    workers = _start_workers(mp, ctx, [(i, a, b) for i, (a, b) in enumerate(parts) if i or not own], len(parts),
+                             seed=None if own else "0")
+    try:
         tick = (lambda done: progress(LintProgress("scan", done, parts[-1][1]))) if progress else None
         results = [scan_jsonl_part(ctx, parts[0][0], parts[0][1], False, tick)] if own else []
-        for job in pending:
-            results.append(job.get())
+        for proc, conn, (a, b) in workers:
+            results.append(_receive(proc, conn, a, b))
             if progress:
                 progress(LintProgress("scan", parts[len(results) - 1][1], parts[-1][1]))
         return results
-
-
-def _pool(mp, n: int, seed: str | None):
-    """A pool whose processes start with PYTHONHASHSEED=seed; the variable is set only while they start."""
-    if seed is None:
-        return mp.Pool(n)
-    saved = os.environ.get("PYTHONHASHSEED")
-    os.environ["PYTHONHASHSEED"] = seed
-    try:
-        return mp.Pool(n)
     finally:
-        if saved is None:
-            os.environ.pop("PYTHONHASHSEED", None)
-        else:
-            os.environ["PYTHONHASHSEED"] = saved
+        for proc, conn, _span in workers:
+            conn.close()
+            if proc.is_alive():
+                proc.terminate()
+            proc.join()
+
+
+def _start_workers(mp, ctx: ScanContext, todo: list[tuple[int, int, int]], parts: int, seed: str | None):
+    """One process per part, each sending its result back through its own pipe. Plain processes, not a
+    Pool: a Pool's shutdown waits for its handler thread's 0.1 s poll, and a worker that dies leaves its
+    task unanswered; here the parent reads each pipe and a dead worker is an EOF. PYTHONHASHSEED=seed is
+    set only while they start."""
+    saved = os.environ.get("PYTHONHASHSEED")
+    if seed is not None:
+        os.environ["PYTHONHASHSEED"] = seed
+    workers = []
+    try:
+        for _i, a, b in todo:
+            receiver, sender = mp.Pipe(duplex=False)
+            proc = mp.Process(target=_scan_worker, args=(sender, ctx, a, b, parts), daemon=True,
+                              name=f"devtune-lint-{a}-{b}")
+            proc.start()
+            sender.close()
+            workers.append((proc, receiver, (a, b)))
+    except BaseException:
+        for proc, conn, _span in workers:
+            conn.close()
+            proc.terminate()
+            proc.join()
+        raise
+    finally:
+        if seed is not None:
+            if saved is None:
+                os.environ.pop("PYTHONHASHSEED", None)
+            else:
+                os.environ["PYTHONHASHSEED"] = saved
+    return workers
+
+
+def _scan_worker(conn, ctx: ScanContext, start: int, end: int, parts: int) -> None:
+    try:
+        result = scan_jsonl_part(ctx, start, end, True, None, parts)
+    except BaseException as exc:  # the parent raises it: a worker's error is the lint's error
+        import traceback
+
+        conn.send(("error", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+    else:
+        conn.send(("ok", result, ""))
+    finally:
+        conn.close()
+
+
+def _receive(proc, conn, start: int, end: int) -> PartResult:
+    try:
+        status, value, trace = conn.recv()
+    except EOFError:
+        proc.join()
+        raise RuntimeError(f"the lint worker for bytes {start}-{end} ended without a result (exit code "
+                           f"{proc.exitcode}); run again with --jobs 1") from None
+    if status != "ok":
+        raise RuntimeError(f"the lint worker for bytes {start}-{end} failed: {value}\n{trace}")
+    return value
 
 
 def merge_parts(results: list[PartResult], schema: Schema) -> tuple[PartResult, list]:

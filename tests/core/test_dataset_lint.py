@@ -2,6 +2,7 @@
 hot loop, the general loop and --jobs parts agree; the demo file's findings are the ones the demo shows."""
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -232,6 +233,35 @@ def test_jobs_and_loops_agree(tmp_path):
     assert [(f.rule, f.line) for f in general.findings if f.rule != "encoding"] == [
         (f.rule, f.line) for f in one.findings]
     assert general.stats.tokens == one.stats.tokens and general.stats.duplicates == one.stats.duplicates
+
+
+def _two_part_file(tmp_path):
+    p = tmp_path / "parts.jsonl"
+    p.write_text("\n".join(row(i) for i in range(70000)) + "\n")
+    assert p.stat().st_size > 8 << 20
+    return p
+
+
+@pytest.mark.parametrize("how", ["raises", "dies"])
+def test_a_failing_jobs_worker_fails_the_lint_with_a_clear_error(tmp_path, monkeypatch, how):
+    """A worker's exception, or a worker killed outright, ends the lint with an error that names the
+    part; never a hang waiting for a result that will not come."""
+    import core.dataset.parts as parts
+
+    scan = parts.scan_jsonl_part
+
+    def flaky(ctx, start, end, relative, progress=None, handover=0):
+        if relative:  # the worker's part (forked: it runs this patched module)
+            if how == "dies":
+                os._exit(3)
+            raise OSError("disk went away")
+        return scan(ctx, start, end, relative, progress, handover)
+
+    monkeypatch.setattr(parts, "scan_jsonl_part", flaky)
+    with pytest.raises(RuntimeError) as err:
+        lint_file(_two_part_file(tmp_path), LintOptions(jobs=2, start_method="fork"))
+    assert "the lint worker for bytes" in str(err.value)
+    assert ("OSError: disk went away" if how == "raises" else "exit code 3") in str(err.value)
 
 
 def test_near_duplicates_are_opt_in(tmp_path):
