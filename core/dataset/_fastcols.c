@@ -54,6 +54,21 @@ cjk_chars(PyObject *s)
     return extra >> 1;
 }
 
+/* the first index in [i, last] whose character is c (memchr for 1-byte strings), or last + 1 */
+static Py_ssize_t
+next_char(int kind, const char *data, Py_ssize_t i, Py_ssize_t last, Py_UCS4 c)
+{
+    if (i > last)
+        return last + 1;
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const char *hit = memchr(data + i, (int)c, (size_t)(last - i + 1));
+        return hit != NULL ? hit - data : last + 1;
+    }
+    while (i <= last && PyUnicode_READ(kind, data, i) != c)
+        i++;
+    return i;
+}
+
 /* str.count(s[-8:]) >= 4 without building the tail: the same left-to-right, non-overlapping count
  * (after a match the search goes on after it), stopped once it reaches 4 */
 #define TAIL 8
@@ -68,26 +83,9 @@ repetitive(PyObject *out, Py_ssize_t n)
     size_t width = (size_t)TAIL * kind;
     int count = 0;
     Py_ssize_t i = 0, last = n - TAIL;
-    if (kind == PyUnicode_1BYTE_KIND) {
-        const unsigned char first = (unsigned char)tail[0];
-        while (i <= last) {
-            const char *hit = memchr(data + i, first, (size_t)(last - i + 1));
-            if (hit == NULL)
-                break;
-            i = hit - data;
-            if (memcmp(hit, tail, width) == 0) {
-                if (++count >= 4)
-                    return 1;
-                i += TAIL;
-            }
-            else
-                i++;
-        }
-        return 0;
-    }
     Py_UCS4 first = PyUnicode_READ(kind, data, n - TAIL);
-    while (i <= last) {
-        if (PyUnicode_READ(kind, data, i) == first && memcmp(data + i * kind, tail, width) == 0) {
+    while ((i = next_char(kind, data, i, last, first)) <= last) {
+        if (memcmp(data + i * kind, tail, width) == 0) {
             if (++count >= 4)
                 return 1;
             i += TAIL;

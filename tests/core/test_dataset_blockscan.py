@@ -141,7 +141,7 @@ CELL = st.one_of(TEXT, st.builds(lambda a, t, b: a + t + b, st.sampled_from(EDGE
                  st.builds(lambda t, n: (t or "ab") * n, st.text(max_size=9), st.integers(1, 40)),
                  # the thresholds: 10 characters (short), 80 (repetition judged), the tail 3 or 4 times
                  st.builds(lambda c, n: c * n, st.sampled_from("a中 \U0001f600"), st.integers(8, 11)),
-                 st.builds(lambda c, n, r: "p" * n + "12345678" * r, st.sampled_from("a中"), st.integers(54, 60),
+                 st.builds(lambda c, n, r: c * n + "12345678" * r, st.sampled_from("a中\U0001f600"), st.integers(54, 60),
                            st.integers(3, 4)))
 KEYS = ("instruction", "input", "output")
 
@@ -224,6 +224,20 @@ def block_bytes(draw) -> bytes:
             raw = draw(st.binary(max_size=30)).replace(b"\n", b"") + b"}"
         lines.append(raw + (b"\r" if draw(st.booleans()) else b""))
     return b"\n".join(lines) or b"\n"  # the hot loop hands over no empty block
+
+
+@pytest.mark.skipif(fastblock._fastcols is None, reason="the C extension is not built here")
+def test_c_repetition_test_on_every_width_and_offset():
+    """The tail-count test on 1-, 2- and 4-byte strings, the tail at every parity and count 2 to 5, and
+    tails that overlap themselves (str.count does not count overlaps): flagged exactly when
+    content.maybe_repetitive says so."""
+    outputs = [c * n + unit * r for c in ("a", "中", "\U0001f600") for n in range(50, 62) for r in range(2, 6)
+               for unit in ("12345678", "中文中文中文中文", "\U0001f600b" * 4, "aaaaaaaa")]
+    outputs += [c * 70 + unit * k for c in ("x", "中") for unit in ("ab", "文b", "\U0001f600b") for k in range(4, 20)]
+    rows = [{"instruction": "q", "input": "", "output": o} for o in outputs]
+    *_cols, table = fastblock._fastcols.columns(rows, *KEYS, False)
+    flags = np.frombuffer(table, np.int64).reshape(-1, len(rows))[5].tolist()
+    assert flags == [int(content.maybe_repetitive(o)) for o in outputs]
 
 
 @pytest.mark.skipif(fastblock._fastcols is None, reason="the C extension is not built here")
