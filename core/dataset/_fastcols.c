@@ -417,6 +417,9 @@ hint_at(const unsigned char *b, Py_ssize_t p, Py_ssize_t ls, Py_ssize_t n, Py_ss
 
 #if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define VECTOR_SCAN 1
+/* the 32-byte vectors below are passed only between static functions of this file, never across an
+   ABI boundary: GCC's note that their calling convention differs with and without AVX does not apply */
+#pragma GCC diagnostic ignored "-Wpsabi"
 typedef unsigned char v32 __attribute__((vector_size(32)));
 typedef uint64_t v4x64 __attribute__((vector_size(32)));
 
