@@ -1,11 +1,11 @@
 """The fast lint paths find exactly what the straightforward ones find.
 
 - block fast path (one parse per block, column-wise checks in C, or with map() without the extension; a
-  block with a bad row halved until the bad row is isolated) = line-by-line path = no-numpy path = the general per-row loop (the same rows read
-  from a UTF-16 copy), on random files mixing ordinary rows with every kind of trouble;
+  block with a bad row halved until the bad row is isolated) = line-by-line path = no-numpy path = the
+  general per-row loop (the same rows read from a UTF-16 copy), on random files mixing ordinary rows
+  with every kind of trouble (the C passes alone against the Python ones: test_dataset_fastcols.py);
 - the block content hints are a superset of the rows where the exact per-row checks find personal data,
   zero-width characters or mojibake (with numpy and without);
-- (the C passes against the Python and numpy ones: test_dataset_fastcols.py);
 - the duplicate finder agrees with a plain dict reference; the block reader cuts lines like split();
   the bulk finding builder and the early-exit repetition check agree with the plain versions.
 """
