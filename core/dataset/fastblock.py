@@ -1,6 +1,7 @@
 """The fast path of the lint hot loop: a block of ordinary alpaca rows, parsed with one `orjson.loads`
-and checked column by column, never row by row in Python bytecode: in one C loop
-(`_fastcols.columns`, an optional extension) or, without it, with `map` over the rows.
+and checked column by column, never row by row in Python bytecode: in C (`_fastcols.scan_lines` over
+the bytes, `_fastcols.columns` over the parsed rows; an optional extension) or, without it, with numpy
+passes over the bytes and `map` over the rows.
 
 A block qualifies when every line is one JSON object with exactly the three expected keys and string
 values; otherwise `read_block` says which line is the first that does not, and the caller checks that
