@@ -26,12 +26,12 @@ from typing import Any
 from core.dataset.prefilter import Scratch, hit_lines
 from core.dataset.stats import cjk_chars
 
-try:  # the column pass in C (setup.py builds it when a compiler is present); else `_python_columns`
+try:  # the byte and column passes in C (setup.py builds them where a compiler is); else numpy and map()
     from core.dataset import _fastcols
 except ImportError:
     _fastcols = None
 
-USE_C = True  # tests turn the C column pass off to compare it with the Python one
+USE_C = True  # tests turn the C passes off to compare them with the Python ones
 
 _TAIL = itemgetter(slice(-8, None))  # content.maybe_repetitive: the last 8 characters occur 4 times
 _strip = str.strip
@@ -69,12 +69,11 @@ def read_block(np, loads, decode_error, body: bytes, a, keys: tuple[str, str, st
         if bad >= 0:
             return None, bad
         starts, ends = np.frombuffer(starts, np.int64), np.frombuffer(ends, np.int64)
-        k = len(starts)
     else:
         starts, ends, bad = _line_bounds(np, body, a, scratch)
         if bad is not None:
             return None, bad
-        k = len(starts)
+    k = len(starts)
     rl = ends - starts
     joined = c.json_array(body, k) if c is not None else b"".join((b"[", body.replace(b"\n", b",\n"), b"]"))
     try:
