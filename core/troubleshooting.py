@@ -87,20 +87,14 @@ def render(machines: Path = MACHINES) -> str:
 
 
 def render_all() -> dict[str, str]:
-    import os
+    from core.envvars import env_restored
 
-    before = os.environ.get("DEVTUNE_LANG")
-    try:
+    with env_restored("DEVTUNE_LANG"):
         pages = {}
         for lang in PAGES:
             set_language(lang)
             pages[lang] = render()
         return pages
-    finally:
-        if before is None:
-            os.environ.pop("DEVTUNE_LANG", None)
-        else:
-            os.environ["DEVTUNE_LANG"] = before
 
 
 def main(argv: list[str]) -> int:

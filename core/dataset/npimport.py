@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import sys
 
+from core.envvars import env_restored
+
 _LIMITS = ("OPENBLAS_NUM_THREADS",)
 
 
@@ -19,17 +21,11 @@ def numpy_or_none():
     """The numpy module, or None when it is not installed."""
     if "numpy" in sys.modules:
         return sys.modules["numpy"]
-    saved = {name: os.environ.get(name) for name in _LIMITS}
-    for name in _LIMITS:
-        os.environ[name] = "1"
-    try:
-        import numpy
-    except ImportError:
-        return None
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    with env_restored(*_LIMITS):
+        for name in _LIMITS:
+            os.environ[name] = "1"
+        try:
+            import numpy
+        except ImportError:
+            return None
     return numpy

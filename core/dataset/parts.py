@@ -1,6 +1,7 @@
 """The --jobs side of lint: the file cut into parts at line starts, one worker process per part (the
 parent scans the first part itself when workers are forked), each sending its result back through a
-pipe, and the parts' results merged with global line numbers. Duplicates across parts are found afterwards from the merged fingerprints.
+pipe, and the parts' results merged with global line numbers. Duplicates across parts are found
+afterwards from the merged fingerprints.
 
 Start-up and merge are the serial part of --jobs N: workers fork (no re-import) where this process has
 no other thread, a worker hands its fingerprints back pickled when they are few and on disk when many,
@@ -19,6 +20,7 @@ from core.dataset.npimport import numpy_or_none
 from core.dataset.scan import PartResult, ScanContext, relocate
 from core.dataset.schema import Schema
 from core.dataset.stats import StatsAccumulator
+from core.envvars import env_restored
 
 MIN_PART_BYTES = 4 << 20  # below this a file is scanned in one process whatever --jobs says
 
@@ -72,8 +74,7 @@ def run_parts(ctx: ScanContext, parts: list[tuple[int, int]], start_method: str 
     own = method == "fork"
     if own:  # imported once, here, rather than by this process and each forked worker after the fork
         numpy_or_none()
-    workers = _start_workers(mp, ctx, [(i, a, b) for i, (a, b) in enumerate(parts) if i or not own], len(parts),
-                             seed=None if own else "0")
+    workers = _start_workers(mp, ctx, parts[1:] if own else parts, len(parts), seed=None if own else "0")
     try:
         tick = (lambda done: progress(LintProgress("scan", done, parts[-1][1]))) if progress else None
         results = [scan_jsonl_part(ctx, parts[0][0], parts[0][1], False, tick)] if own else []
@@ -83,44 +84,40 @@ def run_parts(ctx: ScanContext, parts: list[tuple[int, int]], start_method: str 
                 progress(LintProgress("scan", parts[len(results) - 1][1], parts[-1][1]))
         return results
     finally:
-        for proc, conn, _span in workers:
-            conn.close()
-            if proc.is_alive():
-                proc.terminate()
-            proc.join()
+        _stop(workers)
 
 
-def _start_workers(mp, ctx: ScanContext, todo: list[tuple[int, int, int]], parts: int, seed: str | None):
+def _start_workers(mp, ctx: ScanContext, todo: list[tuple[int, int]], parts: int, seed: str | None):
     """One process per part, each sending its result back through its own pipe. Plain processes, not a
     Pool: a Pool's shutdown waits for its handler thread's 0.1 s poll, and a worker that dies leaves its
     task unanswered; here the parent reads each pipe and a dead worker is an EOF. PYTHONHASHSEED=seed is
     set only while they start."""
-    saved = os.environ.get("PYTHONHASHSEED")
-    if seed is not None:
-        os.environ["PYTHONHASHSEED"] = seed
     workers = []
-    try:
-        for _i, a, b in todo:
-            receiver, sender = mp.Pipe(duplex=False)
-            _widen(receiver)
-            proc = mp.Process(target=_scan_worker, args=(sender, ctx, a, b, parts), daemon=True,
-                              name=f"devtune-lint-{a}-{b}")
-            proc.start()
-            sender.close()
-            workers.append((proc, receiver, (a, b)))
-    except BaseException:
-        for proc, conn, _span in workers:
-            conn.close()
-            proc.terminate()
-            proc.join()
-        raise
-    finally:
+    with env_restored("PYTHONHASHSEED"):
         if seed is not None:
-            if saved is None:
-                os.environ.pop("PYTHONHASHSEED", None)
-            else:
-                os.environ["PYTHONHASHSEED"] = saved
+            os.environ["PYTHONHASHSEED"] = seed
+        try:
+            for a, b in todo:
+                receiver, sender = mp.Pipe(duplex=False)
+                _widen(receiver)
+                proc = mp.Process(target=_scan_worker, args=(sender, ctx, a, b, parts), daemon=True,
+                                  name=f"devtune-lint-{a}-{b}")
+                proc.start()
+                sender.close()
+                workers.append((proc, receiver, (a, b)))
+        except BaseException:
+            _stop(workers)
+            raise
     return workers
+
+
+def _stop(workers) -> None:
+    """Close the pipes, end the workers still running (after an error), reap them all."""
+    for proc, conn, _span in workers:
+        conn.close()
+        if proc.is_alive():
+            proc.terminate()
+        proc.join()
 
 
 def _widen(conn) -> None:
