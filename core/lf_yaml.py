@@ -7,6 +7,7 @@ the text. Keys kept from an imported file go to their usual section, or to a las
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 from typing import Any
 
@@ -102,6 +103,17 @@ def render_yaml(spec: TrainSpec, *, header: str | None = None) -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
+# The floats of LLaMA-Factory's loader (OmegaConf's YAML rules): wider than PyYAML's, `1e-4` and `0E0`
+# included. A string that looks like one is written quoted (yaml_scalar) and read as a float on import.
+OMEGACONF_FLOAT = re.compile(r"""^(?:
+     [-+]?[0-9]+(?:_[0-9]+)*\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+    |[-+]?[0-9]+(?:_[0-9]+)*(?:[eE][-+]?[0-9]+)
+    |\.[0-9]+(?:_[0-9]+)*(?:[eE][-+][0-9]+)?
+    |[-+]?[0-9]+(?:_[0-9]+)*(?::[0-5]?[0-9])+\.[0-9_]*
+    |[-+]?\.(?:inf|Inf|INF)
+    |\.(?:nan|NaN|NAN))$""", re.X)
+
+
 def yaml_scalar(val: Any) -> str:
     """One value as YAML that PyYAML (and OmegaConf) read back as the same value."""
     import yaml
@@ -114,9 +126,10 @@ def yaml_scalar(val: Any) -> str:
         return str(val)
     if isinstance(val, str):
         plain = yaml.safe_dump(val, allow_unicode=True, width=10_000).strip().removesuffix("...").strip()
-        if val.isprintable() and "\n" not in plain:
+        if val.isprintable() and "\n" not in plain and not OMEGACONF_FLOAT.match(plain):
             return plain
-        # double-quoted with escapes: line breaks, NEL/LS/PS and unprintables would otherwise be folded
+        # double-quoted with escapes: line breaks, NEL/LS/PS and unprintables would otherwise be folded,
+        # and a string LLaMA-Factory would read as a float ("0E0", "1e-4") stays a string
         return yaml.safe_dump(val, default_style='"', allow_unicode=True, width=10**9).strip().removesuffix(
             "...").strip()
     text = yaml.safe_dump(val, default_flow_style=True, allow_unicode=True, width=10_000).strip()

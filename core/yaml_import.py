@@ -9,7 +9,6 @@ is what two argument dicts are compared by: LLaMA-Factory's defaults and nulls r
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,18 +17,11 @@ from pydantic import ValidationError
 
 from core.deepspeed_config import describe_ds, stage_from_filename
 from core.i18n import _
-from core.lf_yaml import MODELED_KEYS
+from core.lf_yaml import MODELED_KEYS, OMEGACONF_FLOAT
 from core.trainspec import LF_DEFAULTS, Launch, TrainSpec
 
 PRECISION_KEYS = ("pure_bf16", "bf16", "fp16")
 LIST_KEYS = ("dataset", "eval_dataset", "lora_target", "additional_target", "freeze_trainable_modules")
-_OMEGACONF_FLOAT = re.compile(r"""^(?:
-     [-+]?[0-9]+(?:_[0-9]+)*\.[0-9_]*(?:[eE][-+]?[0-9]+)?
-    |[-+]?[0-9]+(?:_[0-9]+)*(?:[eE][-+]?[0-9]+)
-    |\.[0-9]+(?:_[0-9]+)*(?:[eE][-+][0-9]+)?
-    |[-+]?[0-9]+(?:_[0-9]+)*(?::[0-5]?[0-9])+\.[0-9_]*
-    |[-+]?\.(?:inf|Inf|INF)
-    |\.(?:nan|NaN|NAN))$""", re.X)
 
 
 class ImportProblem(ValueError):
@@ -51,7 +43,7 @@ def load_lf_yaml_text(text: str) -> dict[str, Any]:
     class Loader(yaml.SafeLoader):
         pass
 
-    Loader.add_implicit_resolver("tag:yaml.org,2002:float", _OMEGACONF_FLOAT, list("-+0123456789."))
+    Loader.add_implicit_resolver("tag:yaml.org,2002:float", OMEGACONF_FLOAT, list("-+0123456789."))
     Loader.yaml_implicit_resolvers = {
         key: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
         for key, resolvers in Loader.yaml_implicit_resolvers.items()

@@ -101,6 +101,13 @@ def test_any_float_reads_back_the_same(value):
     assert load_lf_yaml_text(f"v: {yaml_scalar(value)}")["v"] == value
 
 
+@pytest.mark.parametrize("value", ["0E0", "1e-4", "-2E+3", "1_000.5", "3.", "1:30.5", ".5e+1"])
+def test_strings_that_omegaconf_reads_as_floats_are_quoted(value):
+    """Found by the property test below on a clean CI-like run: PyYAML writes "0E0" plain (to PyYAML it
+    is a string), LLaMA-Factory's loader reads it back as 0.0."""
+    assert load_lf_yaml_text(f"v: {yaml_scalar(value)}")["v"] == value
+
+
 @given(st.text(min_size=0, max_size=30))
 def test_any_string_reads_back_the_same(value):
     import yaml
