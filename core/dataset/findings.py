@@ -95,9 +95,11 @@ def finding(rule_id: str, line: int, message: str, *, column: int | None = None,
     return Finding(rule_id, severity or rule.severity, line, message, fix or rule.fix, column)
 
 
-def findings_for_pairs(rule_id: str, template: str, pairs) -> list[Finding]:
-    """One finding per (line, other) pair, from a translated template with {line} and {other} (duplicates
-    and conflicts: tens of thousands in a large file). The template is turned into a %-format once."""
+def findings_for_pairs(rule_id: str, template: str, lines: list[int], others: list[int]) -> list[Finding]:
+    """One finding per row at lines[i] that refers to others[i], from a translated template with {line}
+    and {other} (duplicates and conflicts: tens of thousands in a large file). The template is turned
+    into a %-format once; %s, not %d: the same text for ints, and it skips the number protocol."""
+    from itertools import repeat
     from string import Formatter
 
     rule = RULES[rule_id]
@@ -108,13 +110,12 @@ def findings_for_pairs(rule_id: str, template: str, pairs) -> list[Finding]:
     names = [name for _lit, name, _spec, _conv in fields if name is not None]
     simple = fields and all(not spec and not conv for _lit, name, spec, conv in fields if name is not None)
     if not simple or sorted(names) != ["line", "other"]:
-        return [Finding(rule_id, rule.severity, line, template.format(line=line, other=other), rule.fix)
-                for line, other in pairs]
-    fmt = "".join(lit.replace("%", "%%") + ("%d" if name else "") for lit, name, _spec, _conv in fields)
-    sev, fix = rule.severity, rule.fix
-    if names[0] == "line":
-        return [Finding(rule_id, sev, line, fmt % (line, other), fix) for line, other in pairs]
-    return [Finding(rule_id, sev, line, fmt % (other, line), fix) for line, other in pairs]
+        messages = [template.format(line=line, other=other) for line, other in zip(lines, others)]
+    else:
+        fmt = "".join(lit.replace("%", "%%") + ("%s" if name else "") for lit, name, _spec, _conv in fields)
+        ordered = zip(lines, others) if names[0] == "line" else zip(others, lines)
+        messages = [fmt % pair for pair in ordered]
+    return list(map(Finding, repeat(rule_id), repeat(rule.severity), lines, messages, repeat(rule.fix)))
 
 
 def sort_findings(findings: list[Finding]) -> None:

@@ -101,6 +101,16 @@ class Fingerprints:
         rows = np.concatenate(parts) if parts else np.empty((0, 3), dtype=np.int64)
         return rows[:, 0] + self.delta, rows[:, 1].copy(), rows[:, 2].copy()
 
+    def take_columns(self) -> list[array]:
+        """The three in-memory columns, taken out of this object: a --jobs worker sends them through its
+        pipe as raw bytes (pickling an array copies it twice more on each side)."""
+        cols = [self.lines, self.prompts, self.outputs]
+        self.lines, self.prompts, self.outputs = array("q"), array("q"), array("q")
+        return cols
+
+    def put_columns(self, cols: list[array]) -> None:
+        self.lines, self.prompts, self.outputs = cols
+
     def discard(self) -> None:
         if self.spill_dir:
             shutil.rmtree(self.spill_dir, ignore_errors=True)
@@ -108,8 +118,36 @@ class Fingerprints:
 
 @dataclass
 class DuplicateReport:
-    duplicates: list[tuple[int, int]]  # (line, line of the first copy)
-    conflicts: list[tuple[int, int]]  # (line, line of the first row with the same prompt)
+    """Two columns per kind, in line order: a duplicate at `duplicate_lines[i]` copies the row at
+    `duplicate_of[i]` (its first copy); a conflict at `conflict_lines[i]` has the prompt of the row at
+    `conflict_with[i]` (the first row with that prompt) and another output. Plain lists of ints, not
+    pairs: tens of thousands of tuples would be that many more objects for the garbage collector."""
+
+    duplicate_lines: list[int]
+    duplicate_of: list[int]
+    conflict_lines: list[int]
+    conflict_with: list[int]
+
+    @property
+    def duplicates(self) -> list[tuple[int, int]]:  # (line, line of the first copy)
+        return list(zip(self.duplicate_lines, self.duplicate_of))
+
+    @property
+    def conflicts(self) -> list[tuple[int, int]]:  # (line, line of the first row with the same prompt)
+        return list(zip(self.conflict_lines, self.conflict_with))
+
+    @classmethod
+    def from_pairs(cls, duplicates, conflicts) -> "DuplicateReport":
+        d, c = sorted(duplicates), sorted(conflicts)
+        return cls([a for a, _b in d], [b for _a, b in d], [a for a, _b in c], [b for _a, b in c])
+
+
+def _in_line_order(lines, others) -> tuple[list[int], list[int]]:
+    """Two numpy columns as lists sorted by the first (a line is a duplicate or a conflict once)."""
+    import numpy as np
+
+    order = np.argsort(lines, kind="stable")
+    return lines[order].tolist(), others[order].tolist()
 
 
 def find_duplicates(parts: list[Fingerprints]) -> DuplicateReport:
@@ -117,30 +155,31 @@ def find_duplicates(parts: list[Fingerprints]) -> DuplicateReport:
     earliest row with that prompt, a different output, and not itself a duplicate)."""
     total = sum(p.total for p in parts)
     if total < 2:
-        return DuplicateReport([], [])
+        return DuplicateReport([], [], [], [])
     try:
         import numpy as np
     except ImportError:
         return _find_with_dicts(parts)
     if not any(p.spilled for p in parts):
-        return _find_with_numpy(parts)
+        return _report(*_find_with_numpy(parts))
     for p in parts:  # all on disk, so that each bucket is read, never carved out of the rows in memory
         p.spill()
-    duplicates: list[tuple[int, int]] = []
-    conflicts: list[tuple[int, int]] = []
+    found = []
     for b in range(BUCKETS):  # one bucket at a time: same prompt → same bucket
         cols = [p.bucket_rows(b) for p in parts if p.total]
         lines, prompts, outputs = (np.concatenate([c[i] for c in cols]) for i in range(3))
         if len(lines) > 1:
-            found = _find_arrays(lines, prompts, outputs)
-            duplicates += found.duplicates
-            conflicts += found.conflicts
-    duplicates.sort()
-    conflicts.sort()
-    return DuplicateReport(duplicates, conflicts)
+            found.append(_find_arrays(lines, prompts, outputs))
+    if not found:
+        return DuplicateReport([], [], [], [])
+    return _report(*(np.concatenate([f[i] for f in found]) for i in range(4)))
 
 
-def _find_with_numpy(parts: list[Fingerprints]) -> DuplicateReport:
+def _report(dup_lines, dup_of, conflict_lines, conflict_with) -> DuplicateReport:
+    return DuplicateReport(*_in_line_order(dup_lines, dup_of), *_in_line_order(conflict_lines, conflict_with))
+
+
+def _find_with_numpy(parts: list[Fingerprints]):
     """The parts in memory: only the prompt column is put together; lines and outputs are read for the
     candidate rows only (a --jobs run holds several parts at once)."""
     import numpy as np
@@ -161,8 +200,8 @@ def _find_with_numpy(parts: list[Fingerprints]) -> DuplicateReport:
     return _find_in_groups(lines, prompts[keep], outputs)
 
 
-def _find_arrays(lines, prompts, outputs) -> DuplicateReport:
-    """Duplicates and conflicts from the three columns (numpy int64 arrays)."""
+def _find_arrays(lines, prompts, outputs):
+    """Duplicates and conflicts from the three columns (numpy int64 arrays), as _find_in_groups."""
     keep = _candidates(prompts)
     return _find_in_groups(lines[keep], prompts[keep], outputs[keep])
 
@@ -192,7 +231,9 @@ def _candidates(prompts):
     return keep
 
 
-def _find_in_groups(lines, prompts, outputs) -> DuplicateReport:
+def _find_in_groups(lines, prompts, outputs):
+    """(duplicate lines, their first copies, conflict lines, their first rows with the same prompt): four
+    numpy int64 arrays, in no particular order."""
     import numpy as np
 
     by_line = np.argsort(lines, kind="stable")  # parts and exact-path rows interleave: put them in file order
@@ -211,7 +252,7 @@ def _find_in_groups(lines, prompts, outputs) -> DuplicateReport:
     del k_s, pairs
     run_start = np.maximum.accumulate(np.where(same, 0, idx))
     dup_pos = np.flatnonzero(same)
-    duplicates = list(zip(lines[order[dup_pos]].tolist(), lines[order[run_start[dup_pos]]].tolist()))
+    duplicates = lines[order[dup_pos]], lines[order[run_start[dup_pos]]]
     is_dup = np.zeros(n, dtype=bool)
     is_dup[order[dup_pos]] = True
     del order, run_start, dup_pos, same
@@ -226,10 +267,7 @@ def _find_in_groups(lines, prompts, outputs) -> DuplicateReport:
     ref = order[np.maximum.accumulate(np.where(starts, idx, 0))]
     conflict_sorted = (outputs[order] != outputs[ref]) & ~is_dup[order]
     pos = np.flatnonzero(conflict_sorted)
-    conflicts = list(zip(lines[order[pos]].tolist(), lines[ref[pos]].tolist()))
-    duplicates.sort()
-    conflicts.sort()
-    return DuplicateReport(duplicates, conflicts)
+    return (*duplicates, lines[order[pos]], lines[ref[pos]])
 
 
 def _find_with_dicts(parts: list[Fingerprints]) -> DuplicateReport:
@@ -249,4 +287,4 @@ def _find_with_dicts(parts: list[Fingerprints]) -> DuplicateReport:
             first_prompt[p] = (line, o)
         elif ref[1] != o:
             conflicts.append((line, ref[0]))
-    return DuplicateReport(duplicates, conflicts)
+    return DuplicateReport.from_pairs(duplicates, conflicts)

@@ -243,10 +243,11 @@ def lint_file(path: str | os.PathLike, options: LintOptions | None = None,
         findings += _file_findings(probe, merged.notes, merged, schema)
         # many findings of one kind: translate the template once, fill it per row
         findings += findings_for_pairs("duplicate", _("L{line}: duplicate of L{other}; fix keeps the first"),
-                                       dups.duplicates)
+                                       dups.duplicate_lines, dups.duplicate_of)
         findings += findings_for_pairs("conflict", _(
-            "L{line}: same prompt as L{other} with a different output; keep the right one by hand"), dups.conflicts)
-        dup_lines = {line for line, _o in dups.duplicates}
+            "L{line}: same prompt as L{other} with a different output; keep the right one by hand"),
+            dups.conflict_lines, dups.conflict_with)
+        dup_lines = set(dups.duplicate_lines)
 
     near = None
     if opts.near_dups:
@@ -268,7 +269,8 @@ def lint_file(path: str | os.PathLike, options: LintOptions | None = None,
     with paused_gc():
         sort_findings(findings)
     stats = build_stats(merged.stats, rows=merged.good, cutoff_len=opts.cutoff_len, token_source=token_source,
-                        duplicates=len(dups.duplicates), conflicts=len(dups.conflicts), near_duplicates=near)
+                        duplicates=len(dups.duplicate_lines), conflicts=len(dups.conflict_lines),
+                        near_duplicates=near)
     fmt = schema.label
     keys = list(keys) + [k for k, _v in sorted(merged.keys_first.items(), key=lambda kv: kv[1][0]) if k not in keys]
     return LintReport(str(path), merged.rows, fmt, enc.encoding, enc.reason, probe.layout, findings, stats,

@@ -24,7 +24,7 @@ import core.dataset.fastblock as fastblock
 import core.dataset.hotloop as hotloop
 from core.dataset import content, prefilter
 from core.dataset.findings import findings_for_pairs
-from core.dataset.fingerprints import Fingerprints, _find_arrays, _find_with_dicts
+from core.dataset.fingerprints import Fingerprints, _find_arrays, _find_with_dicts, _report
 from core.dataset.lint import lint_file
 
 PIECES = ["13812345678", "+44 20 7946 0958", "555.123.4567", "(555) 123-4567", "555-123-4567",
@@ -170,8 +170,8 @@ def test_duplicate_finder_agrees_with_the_dict_reference(rows, shuffle):
     fp = Fingerprints(array("q", lines), array("q", [p * 7919 - 3 for p, _o in rows]),
                       array("q", [o for _p, o in rows]))
     want = _find_with_dicts([fp])
-    got = _find_arrays(np.array(lines, dtype=np.int64), np.frombuffer(fp.prompts, dtype=np.int64),
-                       np.frombuffer(fp.outputs, dtype=np.int64))
+    got = _report(*_find_arrays(np.array(lines, dtype=np.int64), np.frombuffer(fp.prompts, dtype=np.int64),
+                                np.frombuffer(fp.outputs, dtype=np.int64)))
     assert got.duplicates == sorted(want.duplicates) and got.conflicts == sorted(want.conflicts)
 
 
@@ -197,12 +197,12 @@ def test_block_reader_cuts_lines_like_split(tmp_path_factory, monkeypatch, lines
 
 
 def test_findings_for_pairs_follows_the_template():
-    pairs = [(3, 1), (9, 2)]
-    plain = findings_for_pairs("duplicate", "L{line}: duplicate of L{other}; 100% sure", pairs)
+    pairs = [3, 9], [1, 2]
+    plain = findings_for_pairs("duplicate", "L{line}: duplicate of L{other}; 100% sure", *pairs)
     assert [f.message for f in plain] == ["L3: duplicate of L1; 100% sure", "L9: duplicate of L2; 100% sure"]
-    swapped = findings_for_pairs("duplicate", "与 L{other} 重复：L{line}", pairs)
+    swapped = findings_for_pairs("duplicate", "与 L{other} 重复：L{line}", *pairs)
     assert [f.message for f in swapped] == ["与 L1 重复：L3", "与 L2 重复：L9"]
-    odd = findings_for_pairs("conflict", "L{line:>4}: see {other!r}", pairs)
+    odd = findings_for_pairs("conflict", "L{line:>4}: see {other!r}", *pairs)
     assert odd[0].message == "L   3: see 1" and odd[0].severity == "warning" and odd[1].line == 9
 
 
