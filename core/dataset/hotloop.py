@@ -29,7 +29,7 @@ from core.dataset import content
 from core.dataset.fastblock import FastBlock, read_block
 from core.dataset.findings import finding
 from core.dataset.npimport import numpy_or_none
-from core.dataset.fingerprints import SPILL_AT_END, SPILL_ROWS
+from core.dataset.fingerprints import SPILL_ROWS
 from core.dataset.prefilter import Scratch, hit_lines
 from core.dataset.scan import (LineNo, PartResult, ScanContext, Sink, key_count, new_result, non_utf8_line,
                                paused_gc, valid_utf8)
@@ -354,13 +354,10 @@ class _PartScan:
         if len(fp.lines) >= SPILL_ROWS:  # bounded memory: the fingerprints go to disk
             fp.spill()
 
-    def finish(self, handover: int) -> PartResult:
+    def finish(self) -> PartResult:
         self._fold_pending()
         self.fold.finish()
         result = self.result
-        for f in (result.fingerprints, result.slow_fingerprints):
-            if handover and f.total > SPILL_AT_END // handover:
-                f.spill()  # a worker hands many rows over on disk, not through the result pipe
         result.rows += self.rows
         result.good += self.good
         notes = result.notes
@@ -374,13 +371,13 @@ def _empty_output(line):
 
 
 def scan_jsonl_part(ctx: ScanContext, start: int, end: int, relative: bool,
-                    progress: Callable[[int], None] | None = None, handover: int = 0) -> PartResult:
+                    progress: Callable[[int], None] | None = None) -> PartResult:
     """Scan the lines that start in [start, end) of a UTF-8 JSON Lines file (start is a line start).
-    `handover`: the result goes to another process, one of `handover` parts (a --jobs worker)."""
+    `progress(done)`: bytes of the range scanned so far, after each block."""
     with paused_gc():
         scan = _PartScan(ctx, relative)
         for body, offset, final in _blocks(ctx.path, start, end):
             scan.block(body, offset, final)
             if progress:
                 progress(offset + len(body) + 1 - start)
-        return scan.finish(handover)
+        return scan.finish()

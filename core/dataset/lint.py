@@ -21,7 +21,7 @@ from core.dataset.findings import (ERROR, INFO, NONE, SAFE, WARNING, Finding, co
 from core.dataset.fingerprints import find_duplicates
 from core.dataset.reader import (CSV, EMPTY, JSON_ARRAY, JSON_STREAM, JSONL, TEXT, FileProbe, ReadNotes,
                                  iter_records, probe_file)
-from core.dataset.parts import LintProgress, merge_parts, run_parts, split_parts
+from core.dataset.parts import LintProgress, merge_parts, plan_spans, run_parts
 from core.dataset.scan import PartResult, ScanContext, paused_gc, scan_records, severity_of_key_change
 from core.dataset.schema import ALPACA, UNKNOWN, Schema, detect_schema
 from core.dataset.stats import DatasetStats, StatsAccumulator, build_stats
@@ -225,8 +225,7 @@ def lint_file(path: str | os.PathLike, options: LintOptions | None = None,
                       escaped=any(b"\\u" in rec.raw for rec, _v in rows))
 
     if probe.layout == JSONL and enc.is_utf8:
-        parts = split_parts(probe.path, probe.size, opts.jobs)
-        results = run_parts(ctx, parts, opts.start_method, progress)
+        results = run_parts(ctx, plan_spans(probe.path, probe.size, opts.jobs), opts.start_method, progress)
     else:
         notes = ReadNotes()
         results = [scan_records(ctx, iter_records(probe, notes), notes)]

@@ -1,11 +1,16 @@
-"""The --jobs side of lint: the file cut into parts at line starts, one worker process per part (the
-parent scans the first part itself when workers are forked), each sending its result back through a
-pipe, and the parts' results merged with global line numbers. Duplicates across parts are found
+"""The --jobs side of lint: the file cut into spans at line starts, scanned by one worker process per
+job (the parent scans a span itself when workers are forked), each sending its results back through a
+pipe; the spans' results are merged with global line numbers. Duplicates across spans are found
 afterwards from the merged fingerprints.
 
+Balance: each process first scans a main span (3/4 of the file shared equally), then takes chunks of
+the last quarter in turn, smaller and smaller, from a shared counter. On a busy machine one process
+often runs 10-20% slower than the other; with fixed halves the faster one then waits idle for the
+slower one, here it scans more of the tail instead.
+
 Start-up and merge are the serial part of --jobs N: workers fork (no re-import) where this process has
-no other thread, a worker hands its fingerprints back as raw bytes when they are few and on disk when many,
-and the merge touches only the findings, notes and stats, never the rows.
+no other thread, a worker hands its fingerprints back as raw bytes when they are few and on disk when
+many, and the merge touches only the findings, notes and stats, never the rows.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from core.dataset import fingerprints
 from core.dataset.hotloop import scan_jsonl_part
 from core.dataset.npimport import numpy_or_none
 from core.dataset.scan import PartResult, ScanContext, relocate
@@ -24,6 +30,8 @@ from core.dataset.stats import StatsAccumulator
 from core.envvars import env_restored
 
 MIN_PART_BYTES = 4 << 20  # below this a file is scanned in one process whatever --jobs says
+TAIL_SHARE = 4  # the last 1/TAIL_SHARE of the file is handed out in chunks to whichever process is free
+MIN_CHUNK_BYTES = 2 << 20
 
 
 @dataclass(frozen=True)
@@ -33,21 +41,44 @@ class LintProgress:
     total: int
 
 
+@dataclass(frozen=True)
+class Spans:
+    """Byte ranges in file order, each starting at a line start: the first `main` are one per process,
+    the rest are the tail's chunks."""
 
-def split_parts(path: Path, size: int, jobs: int) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]]
+    main: int
+
+    @property
+    def tail(self) -> list[tuple[int, int]]:
+        return self.spans[self.main:]
+
+    @property
+    def size(self) -> int:
+        return self.spans[-1][1]
+
+
+def plan_spans(path: Path, size: int, jobs: int) -> Spans:
     if jobs <= 1 or size < MIN_PART_BYTES * 2:
-        return [(0, size)]
-    jobs = min(jobs, max(1, size // MIN_PART_BYTES))
+        return Spans([(0, size)], 1)
+    procs = min(jobs, max(1, size // MIN_PART_BYTES))
+    tail_from = size - size // TAIL_SHARE
+    cuts = [tail_from * i // procs for i in range(1, procs)] + [tail_from]
+    at = tail_from
+    while size - at > MIN_CHUNK_BYTES:  # guided: each chunk a share of what is left, the last ones small
+        at += max(MIN_CHUNK_BYTES, (size - at) // (2 * procs))
+        cuts.append(min(at, size))
     bounds = [0]
     with open(path, "rb") as fh:
-        for i in range(1, jobs):
-            fh.seek(size * i // jobs)
+        for cut in cuts:
+            fh.seek(cut)
             fh.readline()
-            at = fh.tell()
-            if bounds[-1] < at < size:
-                bounds.append(at)
+            line_start = min(fh.tell(), size)
+            if bounds[-1] < line_start < size:
+                bounds.append(line_start)
     bounds.append(size)
-    return [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
+    spans = list(zip(bounds, bounds[1:]))
+    return Spans(spans, min(procs, len(spans)))
 
 
 def _start_method(requested: str | None) -> str:
@@ -60,49 +91,91 @@ def _start_method(requested: str | None) -> str:
     return "fork" if "fork" in methods and threading.active_count() == 1 else "spawn"
 
 
-def run_parts(ctx: ScanContext, parts: list[tuple[int, int]], start_method: str | None,
+def run_parts(ctx: ScanContext, plan: Spans, start_method: str | None,
               progress: Callable[[LintProgress], None] | None) -> list[PartResult]:
-    if len(parts) == 1:
-        total = parts[0][1]
-        tick = (lambda done: progress(LintProgress("scan", done, total))) if progress else None
-        return [scan_jsonl_part(ctx, parts[0][0], parts[0][1], False, tick)]
+    """The results of all spans, in file order."""
+    if len(plan.spans) == 1:
+        a, b = plan.spans[0]
+        tick = (lambda done: progress(LintProgress("scan", done, b))) if progress else None
+        return [scan_jsonl_part(ctx, a, b, False, tick)]
     import multiprocessing
 
     method = _start_method(start_method)
     mp = multiprocessing.get_context(method)
-    # with fork the workers share this process's str hashes, so it scans the first part itself;
-    # with spawn every part goes to a worker started with the same PYTHONHASHSEED
+    shared = mp.Array("q", 2)  # [next tail chunk, bytes scanned by all processes]
+    # with fork the workers share this process's str hashes, so it scans the first span itself;
+    # with spawn every main span goes to a worker started with the same PYTHONHASHSEED
     own = method == "fork"
     if own:  # imported once, here, rather than by this process and each forked worker after the fork
         numpy_or_none()
-    workers = _start_workers(mp, ctx, parts[1:] if own else parts, len(parts), seed=None if own else "0")
+    mains = list(range(1 if own else 0, plan.main))
+    workers = _start_workers(mp, ctx, plan, mains, shared, seed=None if own else "0")
     try:
-        tick = (lambda done: progress(LintProgress("scan", done, parts[-1][1]))) if progress else None
-        results = [scan_jsonl_part(ctx, parts[0][0], parts[0][1], False, tick)] if own else []
-        for proc, conn, (a, b) in workers:
-            results.append(_receive(proc, conn, a, b))
+        found: dict[int, PartResult] = {}
+        if own:
+            meter = _Meter(shared, lambda done: progress(LintProgress("scan", done, plan.size)) if progress else None)
+            found.update(_scan_share(ctx, plan, 0, shared, meter))
+        for proc, conn, span in workers:
+            found.update(_receive(proc, conn, span))
             if progress:
-                progress(LintProgress("scan", parts[len(results) - 1][1], parts[-1][1]))
-        return results
+                progress(LintProgress("scan", shared[1], plan.size))
+        return [found[i] for i in range(len(plan.spans))]
     finally:
         _stop(workers)
 
 
-def _start_workers(mp, ctx: ScanContext, todo: list[tuple[int, int]], parts: int, seed: str | None):
-    """One process per part, each sending its result back through its own pipe. Plain processes, not a
-    Pool: a Pool's shutdown waits for its handler thread's 0.1 s poll, and a worker that dies leaves its
-    task unanswered; here the parent reads each pipe and a dead worker is an EOF. PYTHONHASHSEED=seed is
-    set only while they start."""
+class _Meter:
+    """Adds a process's scanned bytes to the shared count (scan_jsonl_part reports bytes done in the
+    current span); in the parent, also reports the count to the progress callback."""
+
+    def __init__(self, shared, report: Callable[[int], None] | None = None) -> None:
+        self.shared, self.report, self.last = shared, report, 0
+
+    def start(self) -> None:
+        self.last = 0
+
+    def __call__(self, done: int) -> None:
+        with self.shared.get_lock():
+            self.shared[1] += done - self.last
+            total = self.shared[1]
+        self.last = done
+        if self.report:
+            self.report(total)
+
+
+def _scan_share(ctx: ScanContext, plan: Spans, index: int, shared, meter: _Meter) -> list[tuple[int, PartResult]]:
+    """Main span `index`, then tail chunks taken in turn until none is left. The parent's span 0 counts
+    lines from 1; every other span counts from its own start (merge_parts shifts them)."""
+    a, b = plan.spans[index]
+    meter.start()
+    out = [(index, scan_jsonl_part(ctx, a, b, index != 0, meter))]
+    while True:
+        with shared.get_lock():
+            k = shared[0]
+            shared[0] = k + 1
+        if k >= len(plan.tail):
+            return out
+        a, b = plan.tail[k]
+        meter.start()
+        out.append((plan.main + k, scan_jsonl_part(ctx, a, b, True, meter)))
+
+
+def _start_workers(mp, ctx: ScanContext, plan: Spans, mains: list[int], shared, seed: str | None):
+    """One process per main span, each sending its results back through its own pipe. Plain processes,
+    not a Pool: a Pool's shutdown waits for its handler thread's 0.1 s poll, and a worker that dies
+    leaves its task unanswered; here the parent reads each pipe and a dead worker is an EOF.
+    PYTHONHASHSEED=seed is set only while they start."""
     workers = []
     with env_restored("PYTHONHASHSEED"):
         if seed is not None:
             os.environ["PYTHONHASHSEED"] = seed
         try:
-            for a, b in todo:
+            for index in mains:
+                a, b = plan.spans[index]
                 receiver, sender = mp.Pipe(duplex=False)
                 _widen(receiver)
-                proc = mp.Process(target=_scan_worker, args=(sender, ctx, a, b, parts), daemon=True,
-                                  name=f"devtune-lint-{a}-{b}")
+                proc = mp.Process(target=_scan_worker, args=(sender, ctx, plan, index, shared, len(mains)),
+                                  daemon=True, name=f"devtune-lint-{a}-{b}")
                 proc.start()
                 sender.close()
                 workers.append((proc, receiver, (a, b)))
@@ -133,18 +206,27 @@ def _widen(conn) -> None:
         pass
 
 
-def _scan_worker(conn, ctx: ScanContext, start: int, end: int, parts: int) -> None:
-    """Scan one part and send the result: the PartResult pickled without its fingerprint columns, then
-    each column as raw bytes (12 MB for 500k rows; pickle would copy each array twice more per side)."""
+def _scan_worker(conn, ctx: ScanContext, plan: Spans, index: int, shared, workers: int) -> None:
+    """Scan a share and send the results: the (index, PartResult) list pickled without the fingerprint
+    columns, then each column as raw bytes (12 MB for 500k rows; pickle would copy each array twice more
+    per side). The workers together hand SPILL_AT_END rows over in memory; past its share, a worker
+    hands its fingerprints over on disk."""
     try:
-        result = scan_jsonl_part(ctx, start, end, True, None, parts)
-        columns = [c for fp in _fingerprints(result) for c in fp.take_columns()]
+        results = _scan_share(ctx, plan, index, shared, _Meter(shared))
+        budget = fingerprints.SPILL_AT_END // workers
+        columns = []
+        for _index, result in results:
+            for fp in _fingerprints(result):
+                if len(fp) > budget:
+                    fp.spill()
+                budget -= len(fp)
+                columns += fp.take_columns()
     except BaseException as exc:  # the parent raises it: a worker's error is the lint's error
         import traceback
 
         conn.send(("error", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
     else:
-        conn.send(("ok", result, ""))
+        conn.send(("ok", results, ""))
         for column in columns:
             conn.send_bytes(memoryview(column).cast("B"))
     finally:
@@ -155,21 +237,22 @@ def _fingerprints(result: PartResult):
     return (result.fingerprints, result.slow_fingerprints)
 
 
-def _receive(proc, conn, start: int, end: int) -> PartResult:
+def _receive(proc, conn, span: tuple[int, int]) -> list[tuple[int, PartResult]]:
     try:
         status, value, trace = conn.recv()
         if status == "ok":
-            for fp in _fingerprints(value):
-                columns = [array("q") for _ in range(3)]
-                for column in columns:
-                    column.frombytes(conn.recv_bytes())
-                fp.put_columns(columns)
+            for _index, result in value:
+                for fp in _fingerprints(result):
+                    columns = [array("q") for _ in range(3)]
+                    for column in columns:
+                        column.frombytes(conn.recv_bytes())
+                    fp.put_columns(columns)
     except EOFError:
         proc.join()
-        raise RuntimeError(f"the lint worker for bytes {start}-{end} ended without a result (exit code "
+        raise RuntimeError(f"the lint worker for bytes {span[0]}-{span[1]} ended without a result (exit code "
                            f"{proc.exitcode}); run again with --jobs 1") from None
     if status != "ok":
-        raise RuntimeError(f"the lint worker for bytes {start}-{end} failed: {value}\n{trace}")
+        raise RuntimeError(f"the lint worker for bytes {span[0]}-{span[1]} failed: {value}\n{trace}")
     return value
 
 

@@ -7,6 +7,7 @@ token, CJK ~1 token per character (conservative for llama3/qwen vocabularies), p
 
 from __future__ import annotations
 
+import sys
 from array import array
 from dataclasses import dataclass, field
 
@@ -70,10 +71,17 @@ class Histogram:
         self.max = max(top, self.max, max(self.big, default=0))
 
     def merge(self, other: "Histogram") -> None:
-        ex = self.exact
-        for i, c in enumerate(other.exact):
-            if c:
-                ex[i] += c
+        """Add another part's counts (a --jobs lint merges one histogram per span: numpy adds the exact
+        counts in place, ~1000x faster than the loop it falls back to)."""
+        np = sys.modules.get("numpy")
+        if np is not None:
+            mine = np.frombuffer(self.exact, dtype=np.int64)
+            mine += np.frombuffer(other.exact, dtype=np.int64)
+        else:
+            ex = self.exact
+            for i, c in enumerate(other.exact):
+                if c:
+                    ex[i] += c
         for v, c in other.big.items():
             self.big[v] = self.big.get(v, 0) + c
         self.max = max(self.max, other.max)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from core.dataset import fingerprints
 from core.dataset.findings import RULES
 from core.dataset.lint import LintOptions, lint_file
 
@@ -224,9 +225,12 @@ def test_jobs_and_loops_agree(tmp_path):
     one = lint_file(p, LintOptions(jobs=1))
     two = lint_file(p, LintOptions(jobs=2))
     spawn = lint_file(p, LintOptions(jobs=2, start_method="spawn"))
+    with pytest.MonkeyPatch.context() as m:  # workers hand their fingerprints over on disk past their share
+        m.setattr(fingerprints, "SPILL_AT_END", 1000)
+        spilled = lint_file(p, LintOptions(jobs=2, start_method="fork"))
     key = lambda r: [(f.rule, f.line, f.message) for f in r.findings]  # noqa: E731
-    assert key(one) == key(two) == key(spawn)
-    assert one.stats.to_json() == two.stats.to_json()
+    assert key(one) == key(two) == key(spawn) == key(spilled)
+    assert one.stats.to_json() == two.stats.to_json() == spawn.stats.to_json() == spilled.stats.to_json()
     u16 = tmp_path / "big16.jsonl"
     u16.write_bytes(text.encode("utf-16"))
     general = lint_file(u16, LintOptions(jobs=2))
@@ -242,6 +246,63 @@ def _two_part_file(tmp_path):
     return p
 
 
+def test_spans_cover_the_file_at_line_starts(tmp_path, monkeypatch):
+    import core.dataset.parts as parts
+
+    monkeypatch.setattr(parts, "MIN_CHUNK_BYTES", 64 << 10)
+
+    p = tmp_path / "spans.jsonl"
+    text = "\n".join(row(i) for i in range(200000)) + "\n"
+    p.write_text(text)
+    size = p.stat().st_size
+    data = p.read_bytes()
+    for jobs in (1, 2, 3, 8):
+        plan = parts.plan_spans(p, size, jobs)
+        spans = plan.spans
+        assert spans[0][0] == 0 and spans[-1][1] == size
+        assert all(b == c for (_a, b), (c, _d) in zip(spans, spans[1:]))  # contiguous, no gap, no overlap
+        assert all(a == 0 or data[a - 1:a] == b"\n" for a, _b in spans)
+        assert plan.main == min(jobs, size // parts.MIN_PART_BYTES) and (jobs == 1) == (len(spans) == 1)
+        if jobs > 1:
+            tail = [b - a for a, b in plan.tail]
+            assert sum(tail) * 4 <= size + 4096 and len(tail) > 2
+            assert all(b <= a + 200 for a, b in zip(tail, tail[1:]))  # smaller and smaller (± a line)
+            assert tail[0] > 4 * tail[-2] and max(tail[-2:]) < (64 << 10) + 4096
+
+
+@pytest.mark.parametrize("slow", ["parent", "worker"])
+def test_the_tail_goes_to_whichever_process_is_free(tmp_path, monkeypatch, slow):
+    """The tail's chunks are taken from a shared counter: a slow worker leaves them all to the parent,
+    a slow parent to the worker; either way the merged report is the one process's report."""
+    import time
+
+    import core.dataset.parts as parts
+
+    p = _two_part_file(tmp_path)
+    want = lint_file(p, LintOptions(jobs=1))
+    scan = parts.scan_jsonl_part
+    parent = os.getpid()
+    taken = []
+
+    def slowed(ctx, start, end, relative, progress=None):
+        me = "parent" if os.getpid() == parent else "worker"
+        if me == "parent":
+            taken.append(start)
+        if me == slow and start in main_starts:
+            time.sleep(1.5)
+        return scan(ctx, start, end, relative, progress)
+
+    plan = parts.plan_spans(p, p.stat().st_size, 2)
+    main_starts = {a for a, _b in plan.spans[:plan.main]}
+    monkeypatch.setattr(parts, "scan_jsonl_part", slowed)
+    got = lint_file(p, LintOptions(jobs=2, start_method="fork"))
+    tail = [a for a, _b in plan.tail]
+    assert taken == ([0] + tail if slow == "worker" else [0])
+    assert [(f.rule, f.line, f.message) for f in got.findings] == [(f.rule, f.line, f.message)
+                                                                   for f in want.findings]
+    assert got.stats.to_json() == want.stats.to_json() and got.rows == want.rows
+
+
 @pytest.mark.parametrize("how", ["raises", "dies"])
 def test_a_failing_jobs_worker_fails_the_lint_with_a_clear_error(tmp_path, monkeypatch, how):
     """A worker's exception, or a worker killed outright, ends the lint with an error that names the
@@ -249,13 +310,14 @@ def test_a_failing_jobs_worker_fails_the_lint_with_a_clear_error(tmp_path, monke
     import core.dataset.parts as parts
 
     scan = parts.scan_jsonl_part
+    parent = os.getpid()
 
-    def flaky(ctx, start, end, relative, progress=None, handover=0):
-        if relative:  # the worker's part (forked: it runs this patched module)
+    def flaky(ctx, start, end, relative, progress=None):
+        if os.getpid() != parent:  # the worker (forked: it runs this patched module)
             if how == "dies":
                 os._exit(3)
             raise OSError("disk went away")
-        return scan(ctx, start, end, relative, progress, handover)
+        return scan(ctx, start, end, relative, progress)
 
     monkeypatch.setattr(parts, "scan_jsonl_part", flaky)
     with pytest.raises(RuntimeError) as err:
@@ -298,7 +360,6 @@ def test_spilled_fingerprints_find_the_same(tmp_path, monkeypatch):
     plain = lint_file(p)
     monkeypatch.setattr(hotloop, "FOLD_ROWS", 700)
     monkeypatch.setattr(hotloop, "SPILL_ROWS", 1500)
-    monkeypatch.setattr(hotloop, "SPILL_AT_END", 10)
     spilled = lint_file(p)
     assert plain.stats.duplicates > 1000 and plain.stats.conflicts > 1000
     assert [(f.rule, f.line, f.message) for f in spilled.findings] == [(f.rule, f.line, f.message)
