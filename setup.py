@@ -1,4 +1,5 @@
-"""The one compiled part of devtune: the lint fast path's column pass (core/dataset/_fastcols.c).
+"""The one compiled part of devtune: the lint fast path's byte and column passes and its duplicate
+finder (core/dataset/_fastcols.c, _dups.c).
 
 Everything else is in pyproject.toml. The extension is optional: where no C compiler is present the
 build goes on without it and the lint uses the pure-Python column pass (same findings, slower).
@@ -6,4 +7,5 @@ build goes on without it and the lint uses the pure-Python column pass (same fin
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("core.dataset._fastcols", ["core/dataset/_fastcols.c"], optional=True)])
+setup(ext_modules=[Extension("core.dataset._fastcols", ["core/dataset/_fastcols.c", "core/dataset/_dups.c"],
+                             optional=True)])

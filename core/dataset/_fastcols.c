@@ -601,6 +601,8 @@ fail:
     return NULL;
 }
 
+PyObject *fastcols_duplicates(PyObject *self, PyObject *arg); /* _dups.c */
+
 static PyMethodDef methods[] = {
     {"json_array", json_array, METH_VARARGS,
      "json_array(body, k) -> b'[' + body.replace(b'\\n', b',\\n') + b']' (k: the lines in body)"},
@@ -608,12 +610,16 @@ static PyMethodDef methods[] = {
      "scan_lines(body) -> (starts, ends, first bad line or -1, hint lines, repeated-key lines)"},
     {"columns", columns, METH_VARARGS,
      "columns(rows, k_ins, k_inp, k_out, escaped) -> first odd row index | (ins, inp, outs, int64 table)"},
+    {"duplicates", fastcols_duplicates, METH_O,
+     "duplicates([(lines, prompts, outputs, delta), ...]) -> (dup_lines, dup_of, conflict_lines, "
+     "conflict_with), int64 bytes in line order (see _dups.c)"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_fastcols",
-    "The byte and column passes of the lint fast path in C (see core/dataset/fastblock.py).", -1, methods,
+    "The byte and column passes of the lint fast path in C (see core/dataset/fastblock.py), and its "
+    "duplicate finder (_dups.c, see core/dataset/fingerprints.py).", -1, methods,
 };
 
 PyMODINIT_FUNC

@@ -152,10 +152,15 @@ def _in_line_order(lines, others) -> tuple[list[int], list[int]]:
 
 def find_duplicates(parts: list[Fingerprints]) -> DuplicateReport:
     """Exact duplicates (same prompt and output as an earlier row) and conflicts (same prompt as the
-    earliest row with that prompt, a different output, and not itself a duplicate)."""
+    earliest row with that prompt, a different output, and not itself a duplicate). In C (`_dups.c`)
+    when the fingerprints are all in memory, else numpy (bucket by bucket from disk), else dicts."""
     total = sum(p.total for p in parts)
     if total < 2:
         return DuplicateReport([], [], [], [])
+    c = _c_module()
+    if c is not None and not any(p.spilled for p in parts):
+        found = c.duplicates([(p.lines, p.prompts, p.outputs, p.delta) for p in parts if len(p)])
+        return DuplicateReport(*(memoryview(b).cast("q").tolist() for b in found))
     try:
         import numpy as np
     except ImportError:
@@ -173,6 +178,19 @@ def find_duplicates(parts: list[Fingerprints]) -> DuplicateReport:
     if not found:
         return DuplicateReport([], [], [], [])
     return _report(*(np.concatenate([f[i] for f in found]) for i in range(4)))
+
+
+USE_C = True  # tests turn the C finder off to compare it with the numpy and dict ones
+
+
+def _c_module():
+    if not USE_C:
+        return None
+    try:
+        from core.dataset import _fastcols
+    except ImportError:
+        return None
+    return _fastcols
 
 
 def _report(dup_lines, dup_of, conflict_lines, conflict_with) -> DuplicateReport:

@@ -24,7 +24,7 @@ import core.dataset.fastblock as fastblock
 import core.dataset.hotloop as hotloop
 from core.dataset import content, prefilter
 from core.dataset.findings import findings_for_pairs
-from core.dataset.fingerprints import Fingerprints, _find_arrays, _find_with_dicts, _report
+from core.dataset.fingerprints import Fingerprints, _find_arrays, _find_with_dicts, _report, find_duplicates
 from core.dataset.lint import lint_file
 
 PIECES = ["13812345678", "+44 20 7946 0958", "555.123.4567", "(555) 123-4567", "555-123-4567",
@@ -161,18 +161,49 @@ def test_hints_cover_every_row_with_content_findings(texts, ascii_):
 
 # ------------------------------------------------------------------ duplicates, reader, builders
 
-@settings(max_examples=80, deadline=None)
-@given(rows=st.lists(st.tuples(st.integers(0, 6), st.integers(0, 3)), max_size=60), shuffle=st.booleans())
-def test_duplicate_finder_agrees_with_the_dict_reference(rows, shuffle):
+# prompt hashes that share their top 33 bits (what the C finder sorts by) but differ below, negative ones,
+# and the extremes of int64
+_PROMPTS = [7919, -3, 5 << 40, (5 << 40) + 1, (5 << 40) + (1 << 30), -(1 << 63), (1 << 63) - 1, 0]
+
+
+@settings(max_examples=120, deadline=None)
+@given(rows=st.lists(st.tuples(st.sampled_from(_PROMPTS), st.integers(-2, 3)), max_size=80),
+       shuffle=st.booleans(), cuts=st.lists(st.integers(0, 80), max_size=3))
+def test_duplicate_finders_agree_with_the_dict_reference(rows, shuffle, cuts):
+    """numpy and C find what the dict reference finds, whatever the parts (line order across parts
+    mixed, as the exact path's rows are) and however close the prompt hashes are."""
     lines = list(range(1, len(rows) + 1))
     if shuffle:
         random.Random(len(rows)).shuffle(lines)
-    fp = Fingerprints(array("q", lines), array("q", [p * 7919 - 3 for p, _o in rows]),
-                      array("q", [o for _p, o in rows]))
+    prompts, outputs = [p for p, _o in rows], [o for _p, o in rows]
+    fp = Fingerprints(array("q", lines), array("q", prompts), array("q", outputs))
     want = _find_with_dicts([fp])
     got = _report(*_find_arrays(np.array(lines, dtype=np.int64), np.frombuffer(fp.prompts, dtype=np.int64),
                                 np.frombuffer(fp.outputs, dtype=np.int64)))
-    assert got.duplicates == sorted(want.duplicates) and got.conflicts == sorted(want.conflicts)
+    assert got.duplicates == want.duplicates and got.conflicts == want.conflicts
+    if fastblock._fastcols is None:
+        return
+    bounds = sorted({0, len(rows), *(min(c, len(rows)) for c in cuts)})
+    parts = [Fingerprints(array("q", [x - 100 for x in lines[a:b]]), array("q", prompts[a:b]),
+                          array("q", outputs[a:b]), 100) for a, b in zip(bounds, bounds[1:])]
+    c = find_duplicates(parts)
+    assert c.duplicates == want.duplicates and c.conflicts == want.conflicts
+
+
+def test_the_c_duplicate_finder_rejects_bad_columns():
+    c = fastblock._fastcols
+    if c is None:
+        pytest.skip("no C compiler here: the extension was not built")
+    q = array("q", [1, 2])
+    with pytest.raises(ValueError):
+        c.duplicates([(q, q, array("q", [1]), 0)])
+    with pytest.raises(ValueError):
+        c.duplicates([(q, q, array("i", [1, 2, 3, 4]), 0)])
+    with pytest.raises(TypeError):
+        c.duplicates([(q, q, q)])
+    assert c.duplicates([]) == (b"", b"", b"", b"")
+    assert [memoryview(b).cast("q").tolist() for b in c.duplicates([(q, array("q", [9, 9]), q, 10)])] == [
+        [], [], [12], [11]]
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
