@@ -1,5 +1,5 @@
-"""The one compiled part of devtune: the lint fast path's byte and column passes and its duplicate
-finder (core/dataset/_fastcols.c, _dups.c).
+"""The one compiled part of devtune: the lint fast path's byte and column passes, its per-block
+statistics and its duplicate finder (core/dataset/_fastcols.c, _fold.c, _dups.c), one extension.
 
 Everything else is in pyproject.toml. The extension is optional: where no C compiler is present the
 build goes on without it and the lint uses the pure-Python column pass (same findings, slower).
@@ -7,5 +7,6 @@ build goes on without it and the lint uses the pure-Python column pass (same fin
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("core.dataset._fastcols", ["core/dataset/_fastcols.c", "core/dataset/_dups.c"],
+setup(ext_modules=[Extension("core.dataset._fastcols", ["core/dataset/_fastcols.c", "core/dataset/_dups.c",
+                                                          "core/dataset/_fold.c"],
                              optional=True)])

@@ -158,7 +158,8 @@ def setup_train(venv: Path) -> None:
     # setup.py builds the C column pass of the lint (in place, with the editable install): a change to it
     # must rebuild it, or the lint would run a stale build
     fp = fingerprint("train", choice.kind, choice.index_url or "", ",".join(extras),
-                     files=("setup.py", "core/dataset/_fastcols.c", "core/dataset/_dups.c"))
+                     files=("setup.py", "core/dataset/_fastcols.c", "core/dataset/_dups.c",
+                            "core/dataset/_fold.c"))
     stamp = venv / ".devtune-stamp"
     say(f"hardware: {hw.kind} ({hw.evidence})")
     say(f"torch build: {choice.reason}")

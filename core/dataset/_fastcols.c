@@ -602,6 +602,9 @@ fail:
 }
 
 PyObject *fastcols_duplicates(PyObject *self, PyObject *arg); /* _dups.c */
+PyObject *fastcols_fold(PyObject *self, PyObject *args);       /* _fold.c */
+PyObject *fastcols_arange(PyObject *self, PyObject *args);
+PyObject *fastcols_add_into(PyObject *self, PyObject *args);
 
 static PyMethodDef methods[] = {
     {"json_array", json_array, METH_VARARGS,
@@ -613,6 +616,11 @@ static PyMethodDef methods[] = {
     {"duplicates", fastcols_duplicates, METH_O,
      "duplicates([(lines, prompts, outputs, delta), ...]) -> (dup_lines, dup_of, conflict_lines, "
      "conflict_with), int64 bytes in line order (see _dups.c)"},
+    {"fold", fastcols_fold, METH_VARARGS,
+     "fold(table, k, escaped, starts, ends, key_overhead, cutoff, h_ins, h_inp, h_out, h_tokens) -> "
+     "(en, zh, too_long, big) (see _fold.c)"},
+    {"arange", fastcols_arange, METH_VARARGS, "arange(start, k) -> int64 bytes start .. start + k - 1"},
+    {"add_into", fastcols_add_into, METH_VARARGS, "add_into(dst, src): dst[i] += src[i], int64 buffers"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -19,6 +19,7 @@ element i is `orjson.loads(line i)`.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
@@ -41,13 +42,17 @@ CLOSE, CR, NL, COLON = 125, 13, 10, 58  # } \r \n :
 
 @dataclass(slots=True)
 class FastBlock:
+    """A block's rows, column by column: int64 numpy arrays on the numpy path; on the C path (no numpy)
+    memoryviews of int64 ('q') for starts/ends, raw byte views for prompts/outputs, and `table`, the
+    column table `_fastcols.fold` reads (li/ln/lo/rl/cjk are then None: fold reads them from there)."""
+
     k: int  # rows (= lines) in the block
-    starts: Any  # numpy int64: offset of each line in the block
-    ends: Any  # numpy int64: offset of each line's \n (or the block's end)
+    starts: Any  # offset of each line in the block
+    ends: Any  # offset of each line's \n (or the block's end)
     ins: list[str]
     inp: list[str]
     outs: list[str]
-    li: Any  # numpy int64 lengths in characters
+    li: Any  # int64 lengths in characters
     ln: Any
     lo: Any
     rl: Any  # raw line lengths in bytes (CR included)
@@ -57,58 +62,91 @@ class FastBlock:
     exact: list[int]  # rows for the exact content checks, in order
     hits: set[int]  # rows with a content hint (personal data is checked only there)
     dup_key_rows: list[int]  # rows whose `":` count is not 3: check for a repeated key
+    table: Any = None  # the C path: columns() table (bytes), for _fastcols.fold
+
+
+def c_passes():
+    """The C extension when it is built and not turned off (tests), else None."""
+    return _fastcols if USE_C else None
+
+
+_FLAG_BYTE = 0 if sys.byteorder == "little" else 7  # the byte of an int64 0/1 flag that holds it
 
 
 def read_block(np, loads, decode_error, body: bytes, a, keys: tuple[str, str, str], escaped: bool,
-               scratch: Scratch) -> tuple[FastBlock | None, int | None]:
+               scratch: Scratch | None) -> tuple[FastBlock | None, int | None]:
     """(the rows of `body`, None), or (None, index of the first line that is not an ordinary row, or None
-    when that is not known). `body`: lines without the final newline; `a`: body as a numpy uint8 array."""
-    c = _fastcols if USE_C else None
-    if c is not None:  # one C pass: line bounds, the shape test, hint lines, repeated-key lines
-        starts, ends, bad, hits, dup_keys = c.scan_lines(body)
-        if bad >= 0:
-            return None, bad
-        starts, ends = np.frombuffer(starts, np.int64), np.frombuffer(ends, np.int64)
-    else:
-        starts, ends, bad = _line_bounds(np, body, a, scratch)
-        if bad is not None:
-            return None, bad
+    when that is not known). `body`: lines without the final newline; `a`: body as a numpy uint8 array
+    (numpy path only: the C path needs no numpy)."""
+    c = c_passes()
+    if c is not None:
+        return _c_block(c, loads, decode_error, body, keys, escaped)
+    starts, ends, bad = _line_bounds(np, body, a, scratch)
+    if bad is not None:
+        return None, bad
     k = len(starts)
-    rl = ends - starts
-    joined = c.json_array(body, k) if c is not None else b"".join((b"[", body.replace(b"\n", b",\n"), b"]"))
+    rows, bad = _parse(loads, decode_error, b"".join((b"[", body.replace(b"\n", b",\n"), b"]")), k)
+    if rows is None:
+        return None, bad
+    flags = scratch.flags[:len(body)]
+    colons = int(np.count_nonzero(np.equal(a, np.uint8(COLON), out=flags)))
+    got = _python_columns(np, rows, keys, escaped, colons)
+    if type(got) is not tuple:
+        return None, got
+    del rows
+    ins, inp, outs, li, ln, lo, prompts, outputs, cjk, exact = got
+    hits = hit_lines(body, np, a, starts, scratch)
+    # each row has its three keys, so at least three colons: 3 × k colons settles it at once
+    dup_keys = [] if colons == 3 * k else _dup_key_rows(np, a, k, starts)
+    return FastBlock(k, starts, ends, ins, inp, outs, li, ln, lo, ends - starts, cjk, prompts, outputs,
+                     _with_hits(exact, hits), set(hits), dup_keys), None
+
+
+def _c_block(c, loads, decode_error, body: bytes, keys: tuple[str, str, str], escaped: bool):
+    """read_block with the C passes: line bounds, the shape test, hint lines and repeated-key lines in one
+    pass over the bytes, the block as one JSON array in one copy, the columns in one walk of the rows."""
+    starts, ends, bad, hits, dup_keys = c.scan_lines(body)
+    if bad >= 0:
+        return None, bad
+    starts, ends = memoryview(starts).cast("q"), memoryview(ends).cast("q")
+    k = len(starts)
+    rows, bad = _parse(loads, decode_error, c.json_array(body, k), k)
+    if rows is None:
+        return None, bad
+    got = c.columns(rows, *keys, escaped)
+    if type(got) is int:
+        return None, got
+    del rows
+    ins, inp, outs, table = got
+    raw = memoryview(table)
+    width = 8 * k
+    flags = table[5 * width + _FLAG_BYTE:6 * width:8]  # column 5 (needs the exact checks), one byte a row
+    exact = []
+    i = flags.find(1)
+    while i >= 0:
+        exact.append(i)
+        i = flags.find(1, i + 1)
+    return FastBlock(k, starts, ends, ins, inp, outs, None, None, None, None, None, raw[3 * width:4 * width],
+                     raw[4 * width:5 * width], _with_hits(exact, hits), set(hits), dup_keys, table), None
+
+
+def _parse(loads, decode_error, joined: bytes, k: int):
+    """(the k rows of a block joined as one JSON array, None), or (None, the first bad line or None)."""
     try:
         rows = loads(joined)
     except decode_error as exc:  # lineno is 1-based; line i of `joined` holds line i of body
         return None, max(0, min(k - 1, exc.lineno - 1)) if exc.lineno else None
     if len(rows) != k:
         return None, None
-    if c is not None:
-        got = c.columns(rows, *keys, escaped)
-        if type(got) is int:
-            return None, got
-        del rows
-        ins, inp, outs, table = got
-        t = np.frombuffer(table, np.int64).reshape(-1, k)
-        li, ln, lo, prompts, outputs = t[0], t[1], t[2], t[3], t[4]
-        cjk = t[6] if escaped else None
-        exact = np.flatnonzero(t[5]).tolist()
-    else:
-        flags = scratch.flags[:len(body)]
-        colons = int(np.count_nonzero(np.equal(a, np.uint8(COLON), out=flags)))
-        got = _python_columns(np, rows, keys, escaped, colons)
-        if type(got) is not tuple:
-            return None, got
-        del rows
-        ins, inp, outs, li, ln, lo, prompts, outputs, cjk, exact = got
-        hits = hit_lines(body, np, a, starts, scratch)
-        # each row has its three keys, so at least three colons: 3 × k colons settles it at once
-        dup_keys = [] if colons == 3 * k else _dup_key_rows(np, a, k, starts)
+    return rows, None
+
+
+def _with_hits(exact: list[int], hits) -> list[int]:
     if hits:
         exact += hits
     if len(exact) > 1:
         exact = sorted(set(exact))
-    return FastBlock(k, starts, ends, ins, inp, outs, li, ln, lo, rl, cjk, prompts, outputs, exact, set(hits),
-                     dup_keys), None
+    return exact
 
 
 def _line_bounds(np, body: bytes, a, scratch: Scratch):

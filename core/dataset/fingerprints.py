@@ -1,11 +1,11 @@
 """Exact duplicates and conflicting outputs from compact per-row fingerprints.
 
 The scan keeps three 64-bit integers per row (line, hash of the prompt side, hash of the output) in
-`array('q')`s, 24 bytes a row, never the rows themselves. Duplicates are found afterwards by sorting
-(numpy when present, a dict otherwise), so --jobs workers can each fingerprint their part of the file
-and duplicates across parts are still found, with global line numbers. Only rows whose prompt hash
-repeats can be duplicates or conflicts: one plain sort picks them out, and the exact grouping then
-works on those few rows.
+`array('q')`s, 24 bytes a row, never the rows themselves. Duplicates are found afterwards (in C,
+`_dups.c`, when the extension is built; else by sorting with numpy, or with dicts), so --jobs workers
+can each fingerprint their part of the file and duplicates across parts are still found, with global
+line numbers. Only rows whose prompt hash repeats can be duplicates or conflicts: one sort picks them
+out, and the exact grouping then works on those few rows.
 
 Hashes are Python's `hash()` of the strings, which differs between interpreters unless they share the
 hash seed: the scan runs its workers with `fork` (same seed) or with PYTHONHASHSEED fixed (`spawn`).

@@ -1,11 +1,12 @@
 """The lint hot loop for UTF-8 JSON Lines: one byte range of the file, 1 MiB blocks, one pass.
 
 A block of ordinary alpaca rows (the common case) takes the fast path (`fastblock.read_block`): one
-`orjson.loads` for the whole block and column-wise checks in C (`_fastcols`, or Python's `map` and numpy
-without it); it needs numpy. A line that is not an
+`orjson.loads` for the whole block and column-wise checks in C (`_fastcols`, which also folds the
+block's lengths into the stats, `_CFold`: no numpy needed), or with Python's `map` and numpy without
+it. A line that is not an
 ordinary row (broken JSON, other keys, a non-string, a blank line) is checked line by line, as a bare
 `orjson.loads` + key/type loop does, with the rows that are not ordinary going to the exact path
-(`scan.Sink`); the lines before and after it are tried as blocks again (down to SPLIT_BYTES). Both
+(`scan.Sink`); the lines before and after it are tried as blocks again (down to SPLIT_BYTES). All
 paths hand the same per-row numbers to the stats (lengths, raw length, exact CJK count when the file
 escapes non-ASCII) and to the duplicate finder (line, prompt hash, output hash), and send the same rows
 to the exact content checks (`content.check_texts`), so they find the same
@@ -15,10 +16,11 @@ Where the time goes on the benchmark's file (1M rows, 515 MB; per row, against ~
 loop): the block parse ~1 µs; the C column pass ~0.5 µs (mostly hashing the strings and the tail
 count of the repetition test); the C byte pass (line bounds, colons, content hints) ~0.2 µs; reading,
 the exact checks of flagged rows and the bookkeeping ~0.3 µs; duplicates, findings and stats after the
-scan ~0.2 µs. Without the C extension the two passes take ~1.6 µs instead of ~0.7.
+scan ~0.12 µs. Without the C extension the two passes take ~1.6 µs instead of ~0.7.
 
-With numpy, per block: token estimates, histograms, language mix and too-long rows (`_Fold`), and the
-content hints (`prefilter`). Without numpy every block goes line by line, with the same findings.
+Per block, in C (`_CFold`) or with numpy (`_Fold`): token estimates, histograms, language mix and
+too-long rows; with numpy, the content hints of the line-by-line path (`prefilter`). With neither,
+every block goes line by line, with the same findings.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from __future__ import annotations
 from typing import Callable
 
 from core.dataset import content
-from core.dataset.fastblock import FastBlock, read_block
+from core.dataset.fastblock import FastBlock, c_passes, read_block
 from core.dataset.findings import finding
 from core.dataset.npimport import numpy_or_none
 from core.dataset.fingerprints import SPILL_ROWS
@@ -146,6 +148,37 @@ class _Fold:
                 ex[v] += int(acc[v])
 
 
+class _CFold:
+    """The C path's per-block bookkeeping (no numpy): the block's fingerprints appended as raw bytes, and
+    `_fastcols.fold` adding its lengths and token estimates to the histograms in place."""
+
+    def __init__(self, ctx: ScanContext, fold: _Fold, c) -> None:
+        self.c = c
+        self.ctx = ctx
+        self.fold = fold
+        self.exact = [h.exact for h in fold.hists]
+        self.cutoff = ctx.cutoff_len if ctx.estimate_too_long else -1
+
+    def block(self, fb: FastBlock, base: int, make_line) -> None:
+        fp = self.fold.r.fingerprints
+        fp.lines.frombytes(self.c.arange(base + 1, fb.k))
+        fp.prompts.frombytes(fb.prompts)
+        fp.outputs.frombytes(fb.outputs)
+        en, zh, too_long, big = self.c.fold(fb.table, fb.k, self.ctx.escaped, fb.starts, fb.ends,
+                                            self.ctx.key_overhead, self.cutoff, *self.exact)
+        langs = self.fold.r.stats.languages
+        langs["en"] += en
+        langs["zh"] += zh
+        langs["mixed"] += fb.k - en - zh
+        hists = self.fold.hists
+        for h, value in big:
+            hists[h].add(value)
+        for j, tokens in too_long:
+            self.fold._too_long(make_line(base + j + 1), tokens)
+        if len(fp.lines) >= SPILL_ROWS:  # bounded memory: the fingerprints go to disk
+            fp.spill()
+
+
 class _PartScan:
     """The state of one part's scan: findings, notes, stats not yet folded, fingerprints."""
 
@@ -154,7 +187,9 @@ class _PartScan:
     def __init__(self, ctx: ScanContext, relative: bool) -> None:
         import orjson
 
-        np = numpy_or_none() if USE_NUMPY else None
+        # the C passes need no numpy; without them the fast path is numpy's (or there is none)
+        self.c = c_passes()
+        np = numpy_or_none() if USE_NUMPY and self.c is None else None
         self.np = np
         self.scratch = Scratch(np) if np is not None else None
         self.loads, self.decode_error = orjson.loads, orjson.JSONDecodeError
@@ -162,6 +197,7 @@ class _PartScan:
         self.result = result = new_result(ctx, relative)
         self.sink = Sink(ctx, result)
         self.fold = _Fold(ctx, result, np)
+        self.cfold = _CFold(ctx, self.fold, self.c) if self.c is not None else None
         self.make_line = LineNo if relative else int
         schema = ctx.schema
         self.keys = (schema.prompt, schema.query, schema.response)
@@ -187,7 +223,7 @@ class _PartScan:
                 notes.crlf_lines += crlf
                 if not notes.first_crlf_line:
                     notes.first_crlf_line = self.line_base + body.count(b"\n", 0, body.find(b"\r")) + 1
-        if self.fast and self.np is not None and FAST_BLOCKS and body:
+        if self.fast and (self.c is not None or self.np is not None) and FAST_BLOCKS and body:
             self._rows(body, offset)
         else:
             self.line_base += self._line_rows(body, offset)
@@ -203,7 +239,8 @@ class _PartScan:
         while todo:
             fast_ok, body, offset = todo.pop()
             if fast_ok:
-                fast, bad = read_block(np, self.loads, self.decode_error, body, np.frombuffer(body, np.uint8),
+                fast, bad = read_block(np, self.loads, self.decode_error, body,
+                                       np.frombuffer(body, np.uint8) if np is not None else None,
                                        self.keys, self.ctx.escaped, self.scratch)
                 if fast is not None:
                     self.line_base += self._fast_rows(fast, body)
@@ -240,6 +277,9 @@ class _PartScan:
             self.sink.duplicate_keys(body[int(fb.starts[i]):int(fb.ends[i])], make_line(base + i + 1))
         self.rows += fb.k
         self.good += fb.k
+        if self.cfold is not None:
+            self.cfold.block(fb, base, make_line)
+            return fb.k
         lines = self.np.arange(base + 1, base + fb.k + 1, dtype=self.np.int64)
         self._push((fb.li, fb.ln, fb.lo, fb.rl, fb.cjk, lines), fb.prompts, fb.outputs, fb.k)
         return fb.k

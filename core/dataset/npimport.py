@@ -1,4 +1,5 @@
-"""numpy for the lint's byte and column passes, imported without a BLAS thread pool.
+"""numpy for the lint's byte and column passes where the C extension is not built, imported without
+a BLAS thread pool.
 
 numpy starts OpenBLAS's worker threads when it is first imported, one per extra CPU, and they spin for a
 while after start-up. The lint does no linear algebra, and on a 2-CPU machine those spinning threads take

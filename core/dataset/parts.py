@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 from core.dataset import fingerprints
+from core.dataset.fastblock import c_passes
 from core.dataset.hotloop import scan_jsonl_part
 from core.dataset.npimport import numpy_or_none
 from core.dataset.scan import PartResult, ScanContext, relocate
@@ -106,7 +107,7 @@ def run_parts(ctx: ScanContext, plan: Spans, start_method: str | None,
     # with fork the workers share this process's str hashes, so it scans the first span itself;
     # with spawn every main span goes to a worker started with the same PYTHONHASHSEED
     own = method == "fork"
-    if own:  # imported once, here, rather than by this process and each forked worker after the fork
+    if own and c_passes() is None:  # the numpy path: numpy imported once, here, not by each worker
         numpy_or_none()
     mains = list(range(1 if own else 0, plan.main))
     workers = _start_workers(mp, ctx, plan, mains, shared, seed=None if own else "0")

@@ -36,6 +36,14 @@ def _bucket(value: int) -> int:
     return value // scale * scale
 
 
+def _add_into():
+    try:
+        from core.dataset._fastcols import add_into
+    except ImportError:
+        return None
+    return add_into
+
+
 class Histogram:
     __slots__ = ("exact", "big", "count", "total", "max")
 
@@ -71,10 +79,12 @@ class Histogram:
         self.max = max(top, self.max, max(self.big, default=0))
 
     def merge(self, other: "Histogram") -> None:
-        """Add another part's counts (a --jobs lint merges one histogram per span: numpy adds the exact
-        counts in place, ~1000x faster than the loop it falls back to)."""
-        np = sys.modules.get("numpy")
-        if np is not None:
+        """Add another part's counts (a --jobs lint merges one histogram per span: the C extension or
+        numpy adds the exact counts in place, ~1000x faster than the loop they fall back to)."""
+        c, np = _add_into(), sys.modules.get("numpy")
+        if c is not None:
+            c(self.exact, other.exact)
+        elif np is not None:
             mine = np.frombuffer(self.exact, dtype=np.int64)
             mine += np.frombuffer(other.exact, dtype=np.int64)
         else:

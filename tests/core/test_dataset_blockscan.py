@@ -13,6 +13,7 @@
 import json
 import random
 from array import array
+from pathlib import Path
 
 import numpy as np
 import orjson
@@ -92,8 +93,9 @@ def test_fast_path_finds_what_the_line_by_line_paths_find(tmp_path_factory, monk
     except UnicodeDecodeError:
         return
     fast = _lint(src, monkeypatch, BLOCK=block, SPLIT_BYTES=split)
-    lines = _lint(src, monkeypatch, BLOCK=block, FAST_BLOCKS=False)
-    plain = _lint(src, monkeypatch, BLOCK=block, USE_NUMPY=False)
+    # line by line with numpy (hints, fold), and with neither numpy nor the C passes
+    lines = _lint(src, monkeypatch, BLOCK=block, FAST_BLOCKS=False, USE_C=False)
+    plain = _lint(src, monkeypatch, BLOCK=block, USE_NUMPY=False, USE_C=False)
     py_cols = _lint(src, monkeypatch, BLOCK=block, SPLIT_BYTES=split, USE_C=False)
     assert _key(fast) == _key(lines) == _key(plain) == _key(py_cols)
     assert fast.stats.to_json() == lines.stats.to_json() == plain.stats.to_json() == py_cols.stats.to_json()
@@ -107,6 +109,48 @@ def test_fast_path_finds_what_the_line_by_line_paths_find(tmp_path_factory, monk
     assert [(f.rule, f.line, f.message) for f in general.findings if f.rule not in skip] == [
         (f.rule, f.line, f.message) for f in fast.findings if f.rule not in skip]
     assert (general.stats.duplicates, general.stats.conflicts) == (fast.stats.duplicates, fast.stats.conflicts)
+
+
+@pytest.mark.parametrize("escape", [False, True])
+def test_the_c_fold_counts_what_numpy_and_python_count(tmp_path, monkeypatch, escape):
+    """Lengths past the exact histogram (8192), token estimates past cutoff_len, CJK rows with and
+    without \\u escapes: the C fold, numpy's and the plain one give the same stats and findings."""
+    if fastblock._fastcols is None:
+        pytest.skip("no C compiler here: the extension was not built")
+    rng = random.Random(5)
+    rows = []
+    for i in range(3000):
+        out = " ".join(rng.choices(PIECES, k=rng.choice([3, 40, 400])))
+        if i % 97 == 0:
+            out = "长" * 9000 if i % 2 else "word " * 2500
+        rows.append({"instruction": f"问题 {i}" if i % 3 else f"question {i}", "input": "", "output": out})
+    src = tmp_path / "f.jsonl"
+    src.write_text("\n".join(json.dumps(r, ensure_ascii=escape) for r in rows) + "\n")
+    got = {name: _lint(src, monkeypatch, BLOCK=1 << 16, **flags) for name, flags in [
+        ("c", {}), ("numpy", {"USE_C": False}), ("plain", {"USE_C": False, "USE_NUMPY": False})]}
+    assert got["c"].stats.fields["output"]["max"] >= 9000 and got["c"].stats.tokens["max"] > 8192
+    assert _key(got["c"]) == _key(got["numpy"]) == _key(got["plain"])
+    assert got["c"].stats.to_json() == got["numpy"].stats.to_json() == got["plain"].stats.to_json()
+    assert sum(f.rule == "too-long" for f in got["c"].findings) > 10
+
+
+def test_a_c_lint_imports_no_numpy(tmp_path):
+    """With the C passes the lint (--jobs 2 included) never imports numpy: ~0.1 s of start-up saved."""
+    import subprocess
+    import sys
+
+    if fastblock._fastcols is None:
+        pytest.skip("no C compiler here: the extension was not built")
+    src = tmp_path / "n.jsonl"
+    row = '{"instruction": "question %d about orders", "input": "", "output": "answer %d, long enough here"}'
+    src.write_text("\n".join(row % (i, i % 5000) for i in range(120000)) + "\n")
+    assert src.stat().st_size > 8 << 20
+    code = ("import sys; from core.dataset.lint import LintOptions, lint_file; "
+            f"r = lint_file({str(src)!r}, LintOptions(jobs=2)); "
+            "print(r.rows, r.stats.duplicates, 'numpy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[2])
+    assert out.stdout.split() == ["120000", "0", "False"]
 
 
 def test_a_large_clean_file_takes_the_fast_path(tmp_path, monkeypatch):
