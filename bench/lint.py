@@ -1,6 +1,6 @@
 """Benchmark of `devtune data lint` and of the Data screen's first page, on a generated 1M-row alpaca file.
 
-    .venv/bin/python bench/lint.py [--rows 1000000] [--repeat 3]
+    .venv/bin/python bench/lint.py [--rows 1000000] [--repeat 5]
 
 The file (~500 MB) is generated into bench/out/ (git-ignored) the first time. Every figure is measured
 in its own process, in interleaved rounds, and reported as a ratio to the baseline of the same run:
@@ -147,7 +147,7 @@ def ensure_file(rows: int) -> Path:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=1_000_000)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5, help="interleaved rounds (the figures are medians over them)")
     ap.add_argument("--file", type=Path, help="use this file instead of the generated one")
     ap.add_argument("--measure", help=argparse.SUPPRESS)
     ap.add_argument("path", nargs="?", help=argparse.SUPPRESS)
