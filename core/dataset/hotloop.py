@@ -2,7 +2,7 @@
 
 A block of ordinary alpaca rows (the common case) takes the fast path (`fastblock.read_block`): one
 `orjson.loads` for the whole block and column-wise checks in C (`_fastcols`, which also folds the
-block's lengths into the stats, `_CFold`: no numpy needed), or with Python's `map` and numpy without
+block's lengths into the stats, `fold.CFold`: no numpy needed), or with Python's `map` and numpy without
 it. A line that is not an
 ordinary row (broken JSON, other keys, a non-string, a blank line) is checked line by line, as a bare
 `orjson.loads` + key/type loop does, with the rows that are not ordinary going to the exact path
@@ -18,7 +18,7 @@ count of the repetition test); the C byte pass (line bounds, colons, content hin
 the exact checks of flagged rows and the bookkeeping ~0.3 µs; duplicates, findings and stats after the
 scan ~0.12 µs. Without the C extension the two passes take ~1.6 µs instead of ~0.7.
 
-Per block, in C (`_CFold`) or with numpy (`_Fold`): token estimates, histograms, language mix and
+Per block, in C (`fold.CFold`) or with numpy (`fold.Fold`): token estimates, histograms, language mix and
 too-long rows; with numpy, the content hints of the line-by-line path (`prefilter`). With neither,
 every block goes line by line, with the same findings.
 """
@@ -29,6 +29,7 @@ from typing import Callable
 
 from core.dataset import content
 from core.dataset.fastblock import FastBlock, c_passes, read_block
+from core.dataset.fold import CFold, Fold
 from core.dataset.findings import finding
 from core.dataset.npimport import numpy_or_none
 from core.dataset.fingerprints import SPILL_ROWS
@@ -36,7 +37,7 @@ from core.dataset.prefilter import Scratch, hit_lines
 from core.dataset.scan import (LineNo, PartResult, ScanContext, Sink, key_count, new_result, non_utf8_line,
                                paused_gc, valid_utf8)
 from core.dataset.schema import ALPACA
-from core.dataset.stats import EXACT_CAP, TEMPLATE_OVERHEAD, cjk_chars
+from core.dataset.stats import cjk_chars
 from core.i18n import _
 
 BOM = b"\xef\xbb\xbf"
@@ -81,104 +82,6 @@ def _blocks(path: str, start: int, end: int):
         view.release()
 
 
-class _Fold:
-    """Per-chunk arithmetic on the collected lengths: numpy when present, plain Python otherwise."""
-
-    def __init__(self, ctx: ScanContext, result: PartResult, np) -> None:
-        self.np = np
-        self.ctx = ctx
-        self.r = result
-        self.hists = list(result.stats.lengths[:3]) + [result.stats.tokens]
-        self.acc = [np.zeros(EXACT_CAP + 1, dtype=np.int64) for _ in self.hists] if np else None
-
-    def fold(self, li, ln, lo, rl, cjk_exact, lines, make_line) -> None:
-        np = self.np
-        if not len(lo):
-            return
-        if np is None:
-            return self._fold_python(li, ln, lo, rl, cjk_exact, lines, make_line)
-        a_li, a_ln, a_lo = (np.asarray(x, dtype=np.int64) for x in (li, ln, lo))
-        chars = a_li + a_ln + a_lo
-        if cjk_exact is not None:
-            cjk = np.asarray(cjk_exact, dtype=np.int64)
-        else:
-            cjk = np.maximum((np.asarray(rl, dtype=np.int64) - self.ctx.key_overhead - chars) >> 1, 0)
-        tokens = ((chars - cjk + 3) >> 2) + cjk + TEMPLATE_OVERHEAD
-        for acc, h, v in zip(self.acc, self.hists, (a_li, a_ln, a_lo, tokens)):
-            acc += np.bincount(np.minimum(v, EXACT_CAP), minlength=EXACT_CAP + 1)
-            if acc[EXACT_CAP]:
-                for big in v[v >= EXACT_CAP].tolist():
-                    h.add(big)
-                acc[EXACT_CAP] = 0
-        langs = self.r.stats.languages
-        en = int(np.count_nonzero(cjk == 0))
-        zh = int(np.count_nonzero(cjk * 2 > chars))
-        langs["en"] += en
-        langs["zh"] += zh
-        langs["mixed"] += len(a_lo) - en - zh
-        if self.ctx.estimate_too_long:
-            for j in np.flatnonzero(tokens > self.ctx.cutoff_len).tolist():
-                self._too_long(make_line(int(lines[j])), int(tokens[j]))
-
-    def _fold_python(self, li, ln, lo, rl, cjk_exact, lines, make_line) -> None:
-        langs = self.r.stats.languages
-        overhead = self.ctx.key_overhead
-        for j, (a, b, c, r) in enumerate(zip(li, ln, lo, rl)):
-            chars = a + b + c
-            cjk = cjk_exact[j] if cjk_exact is not None else max(0, (r - overhead - chars) >> 1)
-            tokens = ((chars - cjk + 3) >> 2) + cjk + TEMPLATE_OVERHEAD
-            for h, v in zip(self.hists, (a, b, c, tokens)):
-                h.add(v)
-            langs["en" if not cjk else "zh" if cjk * 2 > chars else "mixed"] += 1
-            if self.ctx.estimate_too_long and tokens > self.ctx.cutoff_len:
-                self._too_long(make_line(lines[j]), tokens)
-
-    def _too_long(self, line, tokens: int) -> None:
-        cutoff = self.ctx.cutoff_len
-        self.r.findings.append(finding("too-long", line, _(
-            "L{line}: ~{tokens} tokens > cutoff_len {cutoff}; will be truncated (raise cutoff_len or shorten "
-            "the row)", line=line, tokens=tokens, cutoff=cutoff)))
-
-    def finish(self) -> None:
-        if self.acc is None:
-            return
-        for acc, h in zip(self.acc, self.hists):
-            ex = h.exact
-            for v in self.np.flatnonzero(acc[:EXACT_CAP]).tolist():
-                ex[v] += int(acc[v])
-
-
-class _CFold:
-    """The C path's per-block bookkeeping (no numpy): the block's fingerprints appended as raw bytes, and
-    `_fastcols.fold` adding its lengths and token estimates to the histograms in place."""
-
-    def __init__(self, ctx: ScanContext, fold: _Fold, c) -> None:
-        self.c = c
-        self.ctx = ctx
-        self.fold = fold
-        self.exact = [h.exact for h in fold.hists]
-        self.cutoff = ctx.cutoff_len if ctx.estimate_too_long else -1
-
-    def block(self, fb: FastBlock, base: int, make_line) -> None:
-        fp = self.fold.r.fingerprints
-        fp.lines.frombytes(self.c.arange(base + 1, fb.k))
-        fp.prompts.frombytes(fb.prompts)
-        fp.outputs.frombytes(fb.outputs)
-        en, zh, too_long, big = self.c.fold(fb.table, fb.k, self.ctx.escaped, fb.starts, fb.ends,
-                                            self.ctx.key_overhead, self.cutoff, *self.exact)
-        langs = self.fold.r.stats.languages
-        langs["en"] += en
-        langs["zh"] += zh
-        langs["mixed"] += fb.k - en - zh
-        hists = self.fold.hists
-        for h, value in big:
-            hists[h].add(value)
-        for j, tokens in too_long:
-            self.fold._too_long(make_line(base + j + 1), tokens)
-        if len(fp.lines) >= SPILL_ROWS:  # bounded memory: the fingerprints go to disk
-            fp.spill()
-
-
 class _PartScan:
     """The state of one part's scan: findings, notes, stats not yet folded, fingerprints."""
 
@@ -196,8 +99,8 @@ class _PartScan:
         self.ctx = ctx
         self.result = result = new_result(ctx, relative)
         self.sink = Sink(ctx, result)
-        self.fold = _Fold(ctx, result, np)
-        self.cfold = _CFold(ctx, self.fold, self.c) if self.c is not None else None
+        self.fold = Fold(ctx, result, np)
+        self.cfold = CFold(ctx, self.fold, self.c) if self.c is not None else None
         self.make_line = LineNo if relative else int
         schema = ctx.schema
         self.keys = (schema.prompt, schema.query, schema.response)
