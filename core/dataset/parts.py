@@ -114,8 +114,8 @@ def run_parts(ctx: ScanContext, plan: Spans, start_method: str | None,
     try:
         found: dict[int, PartResult] = {}
         if own:
-            meter = _Meter(shared, lambda done: progress(LintProgress("scan", done, plan.size)) if progress else None)
-            found.update(_scan_share(ctx, plan, 0, shared, meter))
+            report = (lambda done: progress(LintProgress("scan", done, plan.size))) if progress else None
+            found.update(_scan_share(ctx, plan, 0, shared, _Meter(shared, report)))
         for proc, conn, span in workers:
             found.update(_receive(proc, conn, span))
             if progress:

@@ -270,6 +270,20 @@ def test_spans_cover_the_file_at_line_starts(tmp_path, monkeypatch):
             assert tail[0] > 4 * tail[-2] and max(tail[-2:]) < (64 << 10) + 4096
 
 
+def test_jobs_progress_counts_every_process_bytes(tmp_path):
+    """The progress a --jobs lint reports is the bytes all processes scanned (a shared count), rising
+    to the file's size, not the parent's own share."""
+    p = _two_part_file(tmp_path)
+    size = p.stat().st_size
+    seen = []
+    lint_file(p, LintOptions(jobs=2, start_method="fork"), progress=seen.append)
+    scan = [x for x in seen if x.phase == "scan"]
+    assert {x.total for x in scan} == {size}
+    done = [x.done for x in scan]
+    assert done == sorted(done) and size <= done[-1] <= size + 1
+    assert [x.phase for x in seen][-1] == "duplicates"
+
+
 @pytest.mark.parametrize("slow", ["parent", "worker"])
 def test_the_tail_goes_to_whichever_process_is_free(tmp_path, monkeypatch, slow):
     """The tail's chunks are taken from a shared counter: a slow worker leaves them all to the parent,
