@@ -1,5 +1,6 @@
 """The one compiled part of devtune: the lint fast path's byte and column passes, its per-block
-statistics and its duplicate finder (core/dataset/_fastcols.c, _fold.c, _dups.c), one extension.
+statistics, its duplicate finder and the findings for duplicate pairs (core/dataset/_fastcols.c,
+_fold.c, _dups.c, _pairs.c), one extension.
 
 Everything else is in pyproject.toml. The extension is optional: where no C compiler is present the
 build goes on without it and the lint uses the pure-Python column pass (same findings, slower).
@@ -8,5 +9,6 @@ build goes on without it and the lint uses the pure-Python column pass (same fin
 from setuptools import Extension, setup
 
 setup(ext_modules=[Extension("core.dataset._fastcols", ["core/dataset/_fastcols.c", "core/dataset/_dups.c",
-                                                          "core/dataset/_fold.c"],
+                                                          "core/dataset/_fold.c",
+                                                          "core/dataset/_pairs.c"],
                              optional=True)])

@@ -155,11 +155,11 @@ def setup_train(venv: Path) -> None:
     hw = detect_hardware()
     choice = choose_torch(hw)
     extras = ["train", "test"] + {"rocm": ["amd"], "nvidia": ["nvidia"]}.get(hw.kind, [])
-    # setup.py builds the C column pass of the lint (in place, with the editable install): a change to it
-    # must rebuild it, or the lint would run a stale build
+    # setup.py builds the lint's C extension (core/dataset/_*.c, in place, with the editable install): a
+    # change to it must rebuild it, or the lint would run a stale build
+    sources = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "core" / "dataset").glob("_*.c"))
     fp = fingerprint("train", choice.kind, choice.index_url or "", ",".join(extras),
-                     files=("setup.py", "core/dataset/_fastcols.c", "core/dataset/_dups.c",
-                            "core/dataset/_fold.c"))
+                     files=("setup.py", *sources))
     stamp = venv / ".devtune-stamp"
     say(f"hardware: {hw.kind} ({hw.evidence})")
     say(f"torch build: {choice.reason}")

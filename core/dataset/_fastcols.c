@@ -605,6 +605,7 @@ PyObject *fastcols_duplicates(PyObject *self, PyObject *arg); /* _dups.c */
 PyObject *fastcols_fold(PyObject *self, PyObject *args);       /* _fold.c */
 PyObject *fastcols_arange(PyObject *self, PyObject *args);
 PyObject *fastcols_add_into(PyObject *self, PyObject *args);
+PyObject *fastcols_pair_findings(PyObject *self, PyObject *args); /* _pairs.c */
 
 static PyMethodDef methods[] = {
     {"json_array", json_array, METH_VARARGS,
@@ -621,6 +622,9 @@ static PyMethodDef methods[] = {
      "(en, zh, too_long, big) (see _fold.c)"},
     {"arange", fastcols_arange, METH_VARARGS, "arange(start, k) -> int64 bytes start .. start + k - 1"},
     {"add_into", fastcols_add_into, METH_VARARGS, "add_into(dst, src): dst[i] += src[i], int64 buffers"},
+    {"pair_findings", fastcols_pair_findings, METH_VARARGS,
+     "pair_findings(cls, rule, severity, fix, lines, others, (before, between, after, swapped)) -> [cls] "
+     "(see _pairs.c)"},
     {NULL, NULL, 0, NULL},
 };
 

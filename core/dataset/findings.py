@@ -97,8 +97,9 @@ def finding(rule_id: str, line: int, message: str, *, column: int | None = None,
 
 def findings_for_pairs(rule_id: str, template: str, lines: list[int], others: list[int]) -> list[Finding]:
     """One finding per row at lines[i] that refers to others[i], from a translated template with {line}
-    and {other} (duplicates and conflicts: tens of thousands in a large file). The template is turned
-    into a %-format once; %s, not %d: the same text for ints, and it skips the number protocol."""
+    and {other} (duplicates and conflicts: tens of thousands in a large file). A template with the two
+    fields plain (no format spec) is cut into its literal pieces once, and the findings are built in C
+    (`_pairs.c`) or with a %-format (%s, not %d: the same text for ints, without the number protocol)."""
     from itertools import repeat
     from string import Formatter
 
@@ -111,11 +112,29 @@ def findings_for_pairs(rule_id: str, template: str, lines: list[int], others: li
     simple = fields and all(not spec and not conv for _lit, name, spec, conv in fields if name is not None)
     if not simple or sorted(names) != ["line", "other"]:
         messages = [template.format(line=line, other=other) for line, other in zip(lines, others)]
-    else:
-        fmt = "".join(lit.replace("%", "%%") + ("%s" if name else "") for lit, name, _spec, _conv in fields)
-        ordered = zip(lines, others) if names[0] == "line" else zip(others, lines)
-        messages = [fmt % pair for pair in ordered]
+        return list(map(Finding, repeat(rule_id), repeat(rule.severity), lines, messages, repeat(rule.fix)))
+    literals = [lit for lit, _name, _spec, _conv in fields]
+    pieces = (literals[0], literals[1], "".join(literals[2:]), names[0] == "other")
+    c = _pairs_in_c()
+    if c is not None:
+        return c(Finding, rule_id, rule.severity, rule.fix, list(lines), list(others), pieces)
+    fmt = pieces[0].replace("%", "%%") + "%s" + pieces[1].replace("%", "%%") + "%s" + pieces[2].replace("%", "%%")
+    ordered = zip(others, lines) if pieces[3] else zip(lines, others)
+    messages = [fmt % pair for pair in ordered]
     return list(map(Finding, repeat(rule_id), repeat(rule.severity), lines, messages, repeat(rule.fix)))
+
+
+USE_C = True  # tests turn the C builder off to compare it with the Python one
+
+
+def _pairs_in_c():
+    if not USE_C:
+        return None
+    try:
+        from core.dataset._fastcols import pair_findings
+    except ImportError:
+        return None
+    return pair_findings
 
 
 def sort_findings(findings: list[Finding]) -> None:

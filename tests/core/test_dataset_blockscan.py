@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 import core.dataset.fastblock as fastblock
 import core.dataset.hotloop as hotloop
 from core.dataset import content, prefilter
-from core.dataset.findings import findings_for_pairs
+from core.dataset.findings import Finding, findings_for_pairs
 from core.dataset.fingerprints import Fingerprints, _find_arrays, _find_with_dicts, _report, find_duplicates
 from core.dataset.lint import lint_file
 
@@ -271,14 +271,28 @@ def test_block_reader_cuts_lines_like_split(tmp_path_factory, monkeypatch, lines
     assert offsets == sorted(offsets)
 
 
-def test_findings_for_pairs_follows_the_template():
+@pytest.mark.parametrize("use_c", [True, False])
+def test_findings_for_pairs_follows_the_template(monkeypatch, use_c):
+    from core.dataset import findings
+
+    if use_c and findings._pairs_in_c() is None:
+        pytest.skip("no C compiler here: the extension was not built")
+    monkeypatch.setattr(findings, "USE_C", use_c)
     pairs = [3, 9], [1, 2]
     plain = findings_for_pairs("duplicate", "L{line}: duplicate of L{other}; 100% sure", *pairs)
     assert [f.message for f in plain] == ["L3: duplicate of L1; 100% sure", "L9: duplicate of L2; 100% sure"]
+    assert [(f.rule, f.severity, f.line, f.fix, f.column, f.fixable) for f in plain] == [
+        ("duplicate", "warning", 3, "safe", None, True), ("duplicate", "warning", 9, "safe", None, True)]
     swapped = findings_for_pairs("duplicate", "与 L{other} 重复：L{line}", *pairs)
     assert [f.message for f in swapped] == ["与 L1 重复：L3", "与 L2 重复：L9"]
     odd = findings_for_pairs("conflict", "L{line:>4}: see {other!r}", *pairs)
     assert odd[0].message == "L   3: see 1" and odd[0].severity == "warning" and odd[1].line == 9
+    edges = findings_for_pairs("conflict", "{line}{other}", [0, 7, 1 << 62], [-(1 << 63), 10, 5])
+    assert [f.message for f in edges] == ["0" + str(-(1 << 63)), "710", str(1 << 62) + "5"]
+    assert findings_for_pairs("conflict", "{other}-{line}", [], []) == []
+    assert all(type(f) is Finding for f in plain + swapped + odd + edges)
+    edges[0].line += 1  # an ordinary, mutable Finding
+    assert edges[0].sort_key() == (1, 0, 1, "conflict")
 
 
 @settings(max_examples=200, deadline=None)
