@@ -27,10 +27,7 @@ from typing import Any
 from core.dataset.prefilter import Scratch, hit_lines
 from core.dataset.stats import cjk_chars
 
-try:  # the byte and column passes in C (setup.py builds them where a compiler is); else numpy and map()
-    from core.dataset import _fastcols
-except ImportError:
-    _fastcols = None
+from core.dataset.native import fastcols as _fastcols  # the byte and column passes in C, or None
 
 USE_C = True  # tests turn the C passes off to compare them with the Python ones
 

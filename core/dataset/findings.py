@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from operator import attrgetter
 
+from core.dataset import native
+
 ERROR, WARNING, INFO = "error", "warning", "info"
 SAFE, CONFIRM, NONE = "safe", "confirm", "none"
 SEVERITY_ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
@@ -128,13 +130,7 @@ USE_C = True  # tests turn the C builder off to compare it with the Python one
 
 
 def _pairs_in_c():
-    if not USE_C:
-        return None
-    try:
-        from core.dataset._fastcols import pair_findings
-    except ImportError:
-        return None
-    return pair_findings
+    return native.fastcols.pair_findings if USE_C and native.fastcols is not None else None
 
 
 def sort_findings(findings: list[Finding]) -> None:

@@ -23,6 +23,8 @@ import tempfile
 from array import array
 from dataclasses import dataclass, field
 
+from core.dataset import native
+
 BUCKETS = 64
 SPILL_ROWS = 1 << 20  # rows (24 MiB) kept in memory by one part before they go to disk
 SPILL_AT_END = 1 << 20  # --jobs workers together hand over this many rows in memory, more on disk
@@ -184,13 +186,7 @@ USE_C = True  # tests turn the C finder off to compare it with the numpy and dic
 
 
 def _c_module():
-    if not USE_C:
-        return None
-    try:
-        from core.dataset import _fastcols
-    except ImportError:
-        return None
-    return _fastcols
+    return native.fastcols if USE_C else None
 
 
 def _report(dup_lines, dup_of, conflict_lines, conflict_with) -> DuplicateReport:
