@@ -1,1 +1,0 @@
-"""Data for core.diagnose: the failure rules (rules.py)."""
