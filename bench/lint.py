@@ -57,7 +57,7 @@ def measure_baseline(path: str) -> dict:
 
 def measure_lint(path: str, jobs: int) -> dict:
     t0 = time.perf_counter()
-    from core.dataset.lint import LintOptions, lint_file
+    from core.data.lint import LintOptions, lint_file
 
     report = lint_file(path, LintOptions(jobs=jobs))
     return {"seconds": time.perf_counter() - t0, "rows": report.rows, "findings": len(report.findings),
@@ -66,7 +66,7 @@ def measure_lint(path: str, jobs: int) -> dict:
 
 def measure_first_page_core(path: str) -> dict:
     t0 = time.perf_counter()
-    from core.dataset.preview import Preview
+    from core.data.preview import Preview
 
     preview = Preview(path)
     rows = preview.first_page(200)
@@ -78,7 +78,7 @@ def measure_first_page_screen(path: str) -> dict:
     import tempfile
 
     os.environ["TEXTUAL_ANIMATIONS"] = "none"
-    from core.workspace import Workspace
+    from core.workspace.layout import Workspace
     from screens.data import DataScreen
     from tui.app import DevtuneApp
     from tui.widgets.row_pager import RowPager

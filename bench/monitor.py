@@ -11,7 +11,7 @@
    re-attach) and after one more logged step (the steady state), against an empty chart of the same
    size.                                                               target: <= 20 ms
    (Also printed, for information: re-attaching to a 100k-line trainer_log.jsonl.)
-3. train_runtime of a devtune-launched run vs a direct one: added by core.runs' benchmark.
+3. train_runtime of a devtune-launched run vs a direct one: added by core.train.runs' benchmark.
 
     .venv/bin/python bench/monitor.py [--seconds 20] [--runs 15]
 """
@@ -37,9 +37,9 @@ RESUME_LOG = ROOT / "tests" / "fixtures" / "logs" / "lf_resume" / "trainer_log.j
 MONITOR = """
 import sys, time
 from pathlib import Path
-from core.gpu.history import GpuHistoryTail, open_replay
-from core.gpu.record import GpuRecorder
-from core.metrics import MetricsPoller
+from core.train.gpu.history import GpuHistoryTail, open_replay
+from core.train.gpu.record import GpuRecorder
+from core.train.metrics import MetricsPoller
 d, secs = Path(sys.argv[1]), float(sys.argv[2])
 recorder = GpuRecorder(open_replay(sys.argv[3]), d / "gpu.jsonl", interval=1.0)
 poller = MetricsPoller(d / "trainer_log.jsonl", d / "stdout.log", d / "stderr.log")
@@ -177,7 +177,7 @@ async def chart_times(runs: int, n: int) -> dict[str, list[float]]:
 
 def reattach_time(lines: int) -> tuple[float, float]:
     """Seconds to load a trainer_log.jsonl of `lines` lines into RunMetrics, and to only read its bytes."""
-    from core.metrics import MetricsPoller
+    from core.train.metrics import MetricsPoller
 
     template = [json.loads(x) for x in RESUME_LOG.read_text().splitlines() if '"loss"' in x][:100]
     with tempfile.TemporaryDirectory() as tmp:

@@ -35,7 +35,7 @@ def raw_ttft(client, url: str, headers: dict, body: dict) -> float:
 
 
 def devtune_ttft(client, endpoint, messages, params) -> tuple[float, float | None]:
-    from core.chat import ChatDone, stream_chat
+    from core.serve.chat import ChatDone, stream_chat
 
     for event in stream_chat(endpoint, messages, params, client=client):
         if isinstance(event, ChatDone):
@@ -46,10 +46,10 @@ def devtune_ttft(client, endpoint, messages, params) -> tuple[float, float | Non
 def main() -> int:
     import httpx
 
-    from core.chat import ChatParams, build_messages, request_body
-    from core.serve import endpoint, find_server, start_server, stop_server, wait_ready
-    from core.serve_plan import plan_server
-    from core.workspace import Workspace
+    from core.serve.chat import ChatParams, build_messages, request_body
+    from core.serve.servers import endpoint, find_server, start_server, stop_server, wait_ready
+    from core.serve.plan import plan_server
+    from core.workspace.layout import Workspace
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-w", "--workspace", required=True)

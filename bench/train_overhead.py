@@ -22,10 +22,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core.runs import refresh, run_dir, start_run  # noqa: E402
-from core.tinymodel import build_tiny_model  # noqa: E402
-from core.trainlaunch import training_env  # noqa: E402
-from core.workspace import Workspace  # noqa: E402
+from core.train.runs import refresh, run_dir, start_run  # noqa: E402
+from core.setup.tinymodel import build_tiny_model  # noqa: E402
+from core.train.launch import training_env  # noqa: E402
+from core.workspace.layout import Workspace  # noqa: E402
 
 LF = str(Path(sys.executable).parent / "llamafactory-cli")
 

@@ -1,6 +1,6 @@
 """Step 3, Config: a form in sections (model, method, data, training, hardware, output) with inline
 validation, the memory-fit gauge, the findings, and a live preview of the YAML, the DeepSpeed JSON
-and the launch command side by side. Saving writes configs/ through core.config."""
+and the launch command side by side. Saving writes configs/ through core.config.files."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.timer import Timer
 
-from core.config_form import FIELDS, form_values, placeholder, spec_from_form
-from core.gpu_catalog import CATALOG, GIB
+from core.config.form import FIELDS, form_values, placeholder, spec_from_form
+from core.config.gpu_catalog import CATALOG, GIB
 from core.i18n import _
-from core.lf_templates import BUILTIN
-from core.presets import PRESETS
-from core.trainspec import ATTENTIONS, PRECISIONS, SCHEDULERS, TrainSpec
+from core.config.templates import BUILTIN
+from core.config.presets import PRESETS
+from core.config.spec import ATTENTIONS, PRECISIONS, SCHEDULERS, TrainSpec
 from screens.base import StepScreen
 from tui.widgets.field_form import FieldForm, FormRow
 from tui.widgets.files_preview import FilesPreview
@@ -135,10 +135,10 @@ class ConfigScreen(StepScreen):
     @work(thread=True, exclusive=True, exit_on_error=False, group="config-load",
           description=_("reading the training config"))
     def load_config(self) -> None:
-        from core.config import ConfigMissing, current_config_path, found_gpus, load_config, registered_datasets
-        from core.presets import preset_spec
-        from core.tinymodel import TINY_NAME
-        from core.yaml_import import ImportProblem
+        from core.config.files import ConfigMissing, current_config_path, found_gpus, load_config, registered_datasets
+        from core.config.presets import preset_spec
+        from core.setup.tinymodel import TINY_NAME
+        from core.config.yaml_in import ImportProblem
 
         path = current_config_path(self.ws)
         found = found_gpus(self.ws)
@@ -177,7 +177,7 @@ class ConfigScreen(StepScreen):
     @work(thread=True, exclusive=True, exit_on_error=False, group="config-templates",
           description=_("reading LLaMA-Factory's template list"))
     def load_templates(self) -> None:
-        from core.lf_templates import load_catalog
+        from core.config.templates import load_catalog
 
         catalog = load_catalog(self.ws.cache_dir / "lf_templates.json")
         self.app.call_from_thread(self._templates_loaded, catalog)
@@ -196,7 +196,7 @@ class ConfigScreen(StepScreen):
         if event.key == "preset":
             name = form.values().get("preset")
             if name:
-                from core.presets import preset_spec
+                from core.config.presets import preset_spec
 
                 self.spec = preset_spec(str(name), self.spec.dataset or None)
                 form.set_values({**form_values(self.spec)})
@@ -217,7 +217,7 @@ class ConfigScreen(StepScreen):
           description=_("looking up the model's template"))
     def suggest_template(self, old_model: str, new_model: str, current: str | None) -> None:
         """Like LlamaBoard: choosing a model fills in its template, unless the person chose another one."""
-        from core.lf_templates import default_template
+        from core.config.templates import default_template
 
         before = default_template(old_model, self.catalog, self.ws.root)
         after = default_template(new_model, self.catalog, self.ws.root)
@@ -245,13 +245,13 @@ class ConfigScreen(StepScreen):
     @work(thread=True, exclusive=True, exit_on_error=False, group="config-preview",
           description=_("computing the preview and memory fit"))
     def compute_preview(self, spec: TrainSpec) -> None:
-        from core.config import preview
+        from core.config.files import preview
 
         shown = preview(self.ws, spec, self.config_path, found=self.found, catalog=self.catalog)
         self.app.call_from_thread(self._show, shown, None)
 
     def _show(self, shown, extra_findings) -> None:
-        from core.memfit import gib, verdict_label
+        from core.config.memfit import gib, verdict_label
 
         if shown.spec is not self.spec:
             return  # an older preview: a newer one is on its way
@@ -296,8 +296,8 @@ class ConfigScreen(StepScreen):
     @work(thread=True, exclusive=True, exit_on_error=False, group="config-save",
           description=_("saving the training config"))
     def save_config(self, spec: TrainSpec, force: bool) -> None:
-        from core.atomicfile import FileExistsRefused
-        from core.config import preview, save_config
+        from core.files.atomic import FileExistsRefused
+        from core.config.files import preview, save_config
 
         try:
             saved = save_config(self.ws, spec, self.config_path, force=force)
@@ -313,7 +313,7 @@ class ConfigScreen(StepScreen):
                           "replace it", path=self.ws.rel(path)))
 
     def _saved(self, saved, shown) -> None:
-        from core.config import summary_line
+        from core.config.files import summary_line
 
         self.clear_error()
         self._force_save = False
@@ -330,7 +330,7 @@ class ConfigScreen(StepScreen):
     @work(thread=True, exclusive=True, exit_on_error=False, group="config-check",
           description=_("checking with LLaMA-Factory"))
     def run_check(self, spec: TrainSpec) -> None:
-        from core.config_check import check_config, lf_findings
+        from core.config.lf_check import check_config, lf_findings
 
         checked = check_config(self.ws, spec, self.config_path, found=self.found, catalog=self.catalog)
         extra = lf_findings(spec, checked.llamafactory, checked.preview.targets)

@@ -164,7 +164,7 @@ class DataScreen(StepScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="data-open", description=_("Opening the file"))
     def _open(self, path: Path) -> None:
-        from core.dataset.preview import Preview
+        from core.data.preview import Preview
 
         worker = get_current_worker()
         t0 = time.perf_counter()
@@ -225,7 +225,7 @@ class DataScreen(StepScreen):
             self.app.remember(settings={**self.state.settings, "data.template": self.template})
 
     def _render_prompt(self) -> None:
-        from core.dataset.render import render_row
+        from core.data.render import render_row
 
         box = self.query_one("#data-prompt-text", Static)
         row = self.current_row
@@ -253,8 +253,8 @@ class DataScreen(StepScreen):
     def _lint(self, path: Path) -> None:
         import os
 
-        from core.dataset.lint import LintOptions, lint_file
-        from core.dataset.register import refresh_summary
+        from core.data.lint import LintOptions, lint_file
+        from core.data.register import refresh_summary
 
         big = path.stat().st_size >= PROCESS_LINT_BYTES
         opts = LintOptions(jobs=max(2, min(8, os.cpu_count() or 1)) if big else 1, start_method="spawn")
@@ -343,7 +343,7 @@ class DataScreen(StepScreen):
     @work(thread=True, exclusive=False, exit_on_error=False, group="data-act",
           description=_("Fix / convert / register"))
     def _act(self, req: DataActions.Requested, path: Path) -> None:
-        from core.dataset import actions
+        from core.data import actions
 
         done = actions.run(req.action, path, write=req.write, output=req.output, yes=req.yes,
                                 source_format=req.source_format, name=req.name, ws_root=self.ws.root,

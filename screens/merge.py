@@ -62,7 +62,7 @@ class MergeScreen(StepScreen):
 
     @dataclass
     class Checked(Message):
-        report: object  # core.export_check.ExportReport
+        report: object  # core.merge.export_check.ExportReport
 
     @dataclass
     class Failed(Message):
@@ -101,8 +101,8 @@ class MergeScreen(StepScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="merge-runs", description=_("Reading the runs"))
     def load_runs(self) -> None:
-        from core.export import active_export, plan_of_export_run, train_runs
-        from core.export_check import load_report
+        from core.merge.export import active_export, plan_of_export_run, train_runs
+        from core.merge.export_check import load_report
 
         runs = train_runs(self.ws)
         state = self.state
@@ -117,7 +117,7 @@ class MergeScreen(StepScreen):
 
     def on_merge_screen_runs(self, message: Runs) -> None:
         select = self.query_one("#merge-run", Select)
-        from core.runs import status_label
+        from core.train.runs import status_label
 
         select.set_options([(f"{r.id} · {status_label(r.status)}", r.id) for r in message.runs])
         if message.chosen:
@@ -137,8 +137,8 @@ class MergeScreen(StepScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="merge-plan", description=_("Planning the merge"))
     def preview_plan(self, run_id: str, name: str | None) -> None:
-        from core.export import ExportError, merge_yaml_preview, plan_export
-        from core.runs import RunError
+        from core.merge.export import ExportError, merge_yaml_preview, plan_export
+        from core.train.runs import RunError
 
         try:
             plan = plan_export(self.ws, run_id, name=name)
@@ -176,8 +176,8 @@ class MergeScreen(StepScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="merge", description=_("Merging"))
     def start_merge(self, run_id: str, name: str | None, size: int, device: str, force: bool) -> None:
-        from core.export import ExportError, plan_export, start_export
-        from core.runs import RunError
+        from core.merge.export import ExportError, plan_export, start_export
+        from core.train.runs import RunError
 
         try:
             plan = plan_export(self.ws, run_id, name=name, export_size=size, export_device=device)
@@ -192,9 +192,9 @@ class MergeScreen(StepScreen):
         self._follow_loop(run_id, plan)
 
     def _follow_loop(self, run_id: str, plan) -> None:
-        from core.export import export_progress
-        from core.log_follow import LogFollower
-        from core.runs import RunStatus, refresh, run_dir
+        from core.merge.export import export_progress
+        from core.serve.log_follow import LogFollower
+        from core.train.runs import RunStatus, refresh, run_dir
 
         worker = get_current_worker()
         directory = run_dir(self.ws, run_id)
@@ -214,7 +214,7 @@ class MergeScreen(StepScreen):
         self._check(plan)
 
     def _check(self, plan) -> None:
-        from core.export_check import check_export
+        from core.merge.export_check import check_export
 
         report = check_export(self.ws, plan.export_dir, template=plan.template, base_model=plan.base_model,
                               adapter=plan.adapter, run_id=plan.run_id or None,
@@ -229,10 +229,10 @@ class MergeScreen(StepScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="merge", description=_("Checking the merged folder"))
     def check_again(self) -> None:
-        from core.export import ExportError
-        from core.export_check import check_for_run
-        from core.runs import RunError
-        from core.serve_plan import ServePlanError, default_model
+        from core.merge.export import ExportError
+        from core.merge.export_check import check_for_run
+        from core.train.runs import RunError
+        from core.serve.plan import ServePlanError, default_model
 
         try:
             target = default_model(self.ws)
@@ -248,14 +248,14 @@ class MergeScreen(StepScreen):
 
     def on_merge_screen_progressed(self, message: Progressed) -> None:
         self.query_one("#merge-progress", ProgressBar).update(progress=message.fraction)
-        from core.export import stage_label
+        from core.merge.export import stage_label
 
         self.query_one("#merge-stage", Label).update(f"{stage_label(message.stage)}: {message.detail[:100]}")
         if message.lines:
             self.query_one("#merge-log", Log).write_lines([line[-300:] for line in message.lines])
 
     def on_merge_screen_checked(self, message: Checked) -> None:
-        from core.export_check import verdict_label
+        from core.merge.export_check import verdict_label
 
         report = message.report
         self.query_one(ExportReportView).show_report(report)

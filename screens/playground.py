@@ -81,7 +81,7 @@ class PlaygroundScreen(StepScreen):
 
     @dataclass
     class VerifyRow(Message):
-        result: object  # core.verify.QuestionResult
+        result: object  # core.serve.verify.QuestionResult
 
     @dataclass
     class VerifyDone(Message):
@@ -95,7 +95,7 @@ class PlaygroundScreen(StepScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.conversations: dict[str, object] = {}  # transcript id -> core.chat.Conversation
+        self.conversations: dict[str, object] = {}  # transcript id -> core.serve.chat.Conversation
         self.records: dict[str, object] = {}  # server id -> ServerRecord
 
     def compose_body(self) -> ComposeResult:
@@ -134,13 +134,13 @@ class PlaygroundScreen(StepScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="pg-servers", description=_("Listing servers"))
     def load_servers(self, select: str | None = None) -> None:
-        from core.serve import list_servers
+        from core.serve.servers import list_servers
 
         self.post_message(self.Servers(list_servers(self.ws), select))
 
     def on_playground_screen_servers(self, message: Servers) -> None:
         self.records = {r.id: r for r in message.servers}
-        from core.serve import status_label
+        from core.serve.servers import status_label
 
         options = [(f"{r.id} ({status_label(r.status)})", r.id) for r in message.servers]
         for select_id in ("#pg-server", "#pg-compare"):
@@ -181,8 +181,8 @@ class PlaygroundScreen(StepScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="pg-start", description=_("Starting the server"))
     def start(self, model: str | None, backend: str | None, tp: int, port: int, trust: bool) -> None:
-        from core.serve import ServerError, start_server
-        from core.serve_plan import ServePlanError, plan_server
+        from core.serve.servers import ServerError, start_server
+        from core.serve.plan import ServePlanError, plan_server
 
         try:
             opts, notes = plan_server(self.ws, model, backend=backend, port=port, tensor_parallel=tp,
@@ -201,7 +201,7 @@ class PlaygroundScreen(StepScreen):
         self._wait(server_id)
 
     def _wait(self, server_id: str) -> None:
-        from core.serve import ServerError, equivalent_commands, wait_ready
+        from core.serve.servers import ServerError, equivalent_commands, wait_ready
 
         worker = get_current_worker()
         pending: list[str] = []
@@ -245,7 +245,7 @@ class PlaygroundScreen(StepScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="pg-cmds", description=_("Reading the server"))
     def show_commands(self, server_id: str) -> None:
-        from core.serve import equivalent_commands, read_server
+        from core.serve.servers import equivalent_commands, read_server
 
         commands = equivalent_commands(self.ws, read_server(self.ws, server_id))
         self.app.call_from_thread(self._show_commands, commands)
@@ -262,7 +262,7 @@ class PlaygroundScreen(StepScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="pg-stop", description=_("Stopping the server"))
     def stop(self, server_id: str) -> None:
-        from core.serve import status_label, stop_server
+        from core.serve.servers import status_label, stop_server
 
         record = stop_server(self.ws, server_id)
         self.post_message(self.ServerLog([_("server {id}: {status}", id=record.id,
@@ -301,8 +301,8 @@ class PlaygroundScreen(StepScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="pg-chat", description=_("Asking the model"))
     def ask(self, question: str, targets: list[tuple[str, str]], params) -> None:
-        from core.chat import ChatDone, ChatError, Conversation
-        from core.serve import ServerError, endpoint, read_server
+        from core.serve.chat import ChatDone, ChatError, Conversation
+        from core.serve.servers import ServerError, endpoint, read_server
 
         for transcript, server_id in targets:
             try:
@@ -339,8 +339,8 @@ class PlaygroundScreen(StepScreen):
             chat.clear()
 
     def action_copy_curl(self) -> None:
-        from core.chat import build_messages, curl_command
-        from core.serve import endpoint, read_server
+        from core.serve.chat import build_messages, curl_command
+        from core.serve.servers import endpoint, read_server
 
         server = self.query_one("#pg-server", Select).value
         if not isinstance(server, str):
@@ -368,10 +368,10 @@ class PlaygroundScreen(StepScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="pg-verify", description=_("Verifying"))
     def verify(self, server_id: str) -> None:
-        from core.export import ExportError
-        from core.runs import RunError
-        from core.serve import ServerError, endpoint, read_server
-        from core.verify import VerifyError, run_of_server, run_questions, verify
+        from core.merge.export import ExportError
+        from core.train.runs import RunError
+        from core.serve.servers import ServerError, endpoint, read_server
+        from core.serve.verify import VerifyError, run_of_server, run_questions, verify
 
         worker = get_current_worker()
         try:

@@ -1,7 +1,7 @@
 """Step 4, Train: start, watch, stop and resume detached runs.
 
-The run itself lives outside devtune (core.runs + core.supervisor): this screen only reads its
-files through core.runwatch, in a worker thread, about once a second. Leaving the step or quitting
+The run itself lives outside devtune (core.train.runs + core.train.supervisor): this screen only reads its
+files through core.train.watch, in a worker thread, about once a second. Leaving the step or quitting
 devtune leaves the run going; coming back re-attaches and shows the whole history.
 """
 
@@ -109,7 +109,7 @@ class TrainScreen(StepScreen):
     @dataclass
     class Polled(Message):
         run_id: str
-        update: object  # core.runwatch.RunUpdate
+        update: object  # core.train.watch.RunUpdate
         series: dict  # name -> (xs, ys) references for the chart
         first: bool
 
@@ -122,7 +122,7 @@ class TrainScreen(StepScreen):
         self.runs: list = []
         self.run_id: str | None = None
         self.record = None
-        self.snapshot = None  # the latest core.metrics.ProgressSnapshot of the shown run
+        self.snapshot = None  # the latest core.train.metrics.ProgressSnapshot of the shown run
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="train-bar"):
@@ -153,7 +153,7 @@ class TrainScreen(StepScreen):
     # ------------------------------------------------------------ runs list
     @work(thread=True, exclusive=True, exit_on_error=False, group="train-runs", description=_("Listing runs"))
     def load_runs(self, select: str | None = None) -> None:
-        from core.runs import list_runs
+        from core.train.runs import list_runs
 
         runs = [r for r in list_runs(self.ws) if r.kind == "train"]
         self.post_message(self.RunsListed(runs, select))
@@ -162,7 +162,7 @@ class TrainScreen(StepScreen):
     def _runs_listed(self, event: RunsListed) -> None:
         self.runs = event.runs
         select = self.query_one("#train-runs", Select)
-        from core.runs import status_label
+        from core.train.runs import status_label
 
         options = [(f"{r.id}  [{status_label(r.status)}]", r.id) for r in event.runs]
         wanted = event.select if any(r.id == event.select for r in event.runs) else (
@@ -178,7 +178,7 @@ class TrainScreen(StepScreen):
         self._refresh_buttons()
 
     def _show_no_run(self) -> None:
-        from core.config import current_config_path
+        from core.config.files import current_config_path
 
         path = current_config_path(self.ws)
         if self.ws.abs(path).exists():
@@ -208,7 +208,7 @@ class TrainScreen(StepScreen):
     def watch_run(self, run_id: str) -> None:
         import time
 
-        from core.runwatch import RunWatcher
+        from core.train.watch import RunWatcher
 
         worker = get_current_worker()
         watcher = RunWatcher(self.ws, run_id)
@@ -220,7 +220,7 @@ class TrainScreen(StepScreen):
                       "eval_loss": (m.eval_loss.xs, m.eval_loss.ys), "lr": (m.lr.xs, m.lr.ys),
                       "resumes": list(m.resumes)}
             if first:
-                from core.gpu.history import read_history
+                from core.train.gpu.history import read_history
 
                 update.gpu_samples = read_history(watcher.dir / "gpu.jsonl", max_ticks=120)
             self.post_message(self.Polled(run_id, update, series, first))
@@ -261,8 +261,8 @@ class TrainScreen(StepScreen):
         self._refresh_buttons()
 
     def _show_progress(self, u) -> None:
-        from core.runs import status_label
-        from core.runwatch import progress_line
+        from core.train.runs import status_label
+        from core.train.watch import progress_line
 
         snap = u.snapshot
         bar = self.query_one("#train-bar-progress", ProgressBar)
@@ -285,7 +285,7 @@ class TrainScreen(StepScreen):
         if first and u.gpu_samples:
             panel.load_history(u.gpu_samples, status.get("reason"))
         elif u.gpu_samples:
-            from core.gpu.history import group_ticks
+            from core.train.gpu.history import group_ticks
 
             for tick in group_ticks(u.gpu_samples):
                 panel.update_samples(tick, status.get("reason"))
@@ -316,7 +316,7 @@ class TrainScreen(StepScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="train-act", description=_("Starting the run"))
     def start_run(self) -> None:
-        from core.trainlaunch import LaunchError, launch_training
+        from core.train.launch import LaunchError, launch_training
 
         try:
             record = launch_training(self.ws)
@@ -345,7 +345,7 @@ class TrainScreen(StepScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="train-act", description=_("Stopping the run"))
     def stop_run(self, run_id: str) -> None:
-        from core.runs import status_label, stop_run
+        from core.train.runs import status_label, stop_run
 
         def say(text: str) -> None:
             self.app.call_from_thread(self.app.notify, text)
@@ -361,7 +361,7 @@ class TrainScreen(StepScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="train-act", description=_("Resuming the run"))
     def resume_run(self, run_id: str) -> None:
-        from core.runs import RunError, resume_run
+        from core.train.runs import RunError, resume_run
 
         try:
             record = resume_run(self.ws, run_id)
@@ -377,7 +377,7 @@ class TrainScreen(StepScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="train-diag", description=_("Diagnosing"))
     def diagnose_run(self, run_id: str) -> None:
-        from core.runwatch import RunWatcher
+        from core.train.watch import RunWatcher
 
         watcher = RunWatcher(self.ws, run_id)
         found = watcher.diagnose()

@@ -21,7 +21,7 @@ os.environ["TEXTUAL_ANIMATIONS"] = "none"
 
 @pytest.fixture
 def workspace(tmp_path):
-    from core.workspace import Workspace
+    from core.workspace.layout import Workspace
 
     return Workspace(tmp_path / "ws").ensure()
 
@@ -52,7 +52,7 @@ def devtune_cli():
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory) -> Path:
     """The tiny LLaMA model, built once per test session (a few seconds)."""
-    from core.tinymodel import build_tiny_model
+    from core.setup.tinymodel import build_tiny_model
 
     out = tmp_path_factory.mktemp("tiny") / "tiny-llama3"
     return build_tiny_model(out, ROOT / "data")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from core.runs import RunRecord, RunStatus, write_record
+from core.train.runs import RunRecord, RunStatus, write_record
 
 LOGS = Path(__file__).resolve().parent / "fixtures" / "logs"
 

@@ -18,12 +18,12 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from core.i18n import _
-from core.state_peek import StatePeek, StepStatus, peek_state
-from core.workspace import Workspace
+from core.workspace.state_peek import StatePeek, StepStatus, peek_state
+from core.workspace.layout import Workspace
 from screens import steps as step_registry
 
 if TYPE_CHECKING:
-    from core.state import WizardState
+    from core.workspace.state import WizardState
 
 TERMINAL_CHECK_SECONDS = 5.0
 THEME_ALIASES = {"light": "textual-light", "dark": "textual-dark"}
@@ -96,8 +96,8 @@ class DevtuneApp(App[int]):
                         description=_("reading the workspace state"))
 
     def _read_state(self) -> None:
-        from core.state import WizardState
-        from core.workspace import StateError
+        from core.workspace.state import WizardState
+        from core.workspace.layout import StateError
 
         self.ws.ensure()
         problem = None

@@ -12,7 +12,7 @@ import queue
 import threading
 from typing import Callable
 
-from core.workspace import StateError, WizardState, Workspace
+from core.workspace.layout import StateError, WizardState, Workspace
 
 Mutation = Callable[[WizardState], None]
 

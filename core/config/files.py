@@ -20,7 +20,7 @@ API for the other steps (the Train step launches with these):
     save_config(ws, spec, path=..., force=False)   writes the files atomically (never a user's own file
                                                    unless force)
     preview(ws, spec, found=...) -> ConfigPreview  YAML, JSON, commands, findings and memory fit
-    core.config_check.check_config(ws, spec, ...)  preview's findings + LLaMA-Factory's own parser
+    core.config.lf_check.check_config(ws, spec, ...)  preview's findings + LLaMA-Factory's own parser
 """
 
 from __future__ import annotations
@@ -31,17 +31,17 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.atomicfile import FileExistsRefused, write_atomic
-from core.config_findings import Finding, RuleContext
-from core.config_rules import check_rules
-from core.deepspeed_config import render_ds_json
-from core.gpu_catalog import GpuTarget, target_from_catalog, targets_from_found
+from core.files.atomic import FileExistsRefused, write_atomic
+from core.config.rule_context import ConfigFinding, RuleContext
+from core.config.rules import check_rules
+from core.config.deepspeed import render_ds_json
+from core.config.gpu_catalog import GpuTarget, target_from_catalog, targets_from_found
 from core.i18n import _
-from core.lf_templates import BUILTIN, TemplateCatalog
-from core.lf_yaml import deepspeed_path
-from core.lf_yaml import render_yaml as _render_yaml
-from core.trainspec import Launch, TrainSpec
-from core.workspace import Workspace
+from core.config.templates import BUILTIN, TemplateCatalog
+from core.config.yaml_out import deepspeed_path
+from core.config.yaml_out import render_yaml as _render_yaml
+from core.config.spec import Launch, TrainSpec
+from core.workspace.layout import Workspace
 
 DEFAULT_CONFIG = "configs/train.yaml"
 GPUS_FILE = "gpus.json"  # .devtune/gpus.json: [{"name": ..., "memory_bytes": ...}] written by the doctor
@@ -86,13 +86,13 @@ class ConfigPreview:
     deepspeed_path: str | None
     deepspeed_json: str | None  # devtune's JSON; None when off or when the spec points to the person's file
     commands: list[NodeCommand]
-    findings: list[Finding]
-    fit: object | None  # core.memfit.FitEstimate
+    findings: list[ConfigFinding]
+    fit: object | None  # core.config.memfit.FitEstimate
     advice: list
     targets: list[GpuTarget]
 
     @property
-    def errors(self) -> list[Finding]:
+    def errors(self) -> list[ConfigFinding]:
         return [f for f in self.findings if f.severity == "error"]
 
 
@@ -165,7 +165,7 @@ def current_config_path(ws: Workspace) -> str:
 
 
 def load_config(ws: Workspace, path: str | None = None) -> LoadedConfig:
-    from core.yaml_import import import_lf_yaml
+    from core.config.yaml_in import import_lf_yaml
 
     rel = path or current_config_path(ws)
     yaml_file = ws.abs(rel)
@@ -281,11 +281,11 @@ def fit_targets(spec: TrainSpec, found: list[tuple[str, int]]) -> list[GpuTarget
 
 def rule_context(ws: Workspace, spec: TrainSpec, *, found: list[tuple[str, int]] | None = None,
                  catalog: TemplateCatalog | None = None) -> RuleContext:
-    from core.dataset.summary import load_summary
-    from core.memfit import estimate
-    from core.memfit_advice import advise
-    from core.model_shapes import resolve_shape
-    from core.trainspec import value
+    from core.data.summary import load_summary
+    from core.config.memfit import estimate
+    from core.config.memfit_advice import advise
+    from core.config.model_shapes import resolve_shape
+    from core.config.spec import value
 
     found = found_gpus(ws) if found is None else found
     ctx = RuleContext(ws.root, catalog or BUILTIN, fit_targets(spec, found), len(found))
@@ -314,7 +314,7 @@ TEMPLATE_TOKENS = 32  # what a chat template adds around a row (role headers, BO
 def _seq_len(spec: TrainSpec, ctx: RuleContext) -> tuple[int, int | None]:
     """The longest sequence a batch can have: cutoff_len, or the longest row (+ the template's tokens) when
     the Data step measured it and packing is off."""
-    from core.trainspec import value
+    from core.config.spec import value
 
     cutoff = int(value(spec, "cutoff_len"))
     pcts = [s.token_percentiles for s in ctx.summaries.values() if s is not None and s.token_percentiles]
@@ -335,7 +335,7 @@ def preview(ws: Workspace, spec: TrainSpec, path: str = DEFAULT_CONFIG, *,
 
 def summary_line(shown: ConfigPreview) -> str:
     """One line for the stepper and `devtune config show`."""
-    from core.memfit import gib, verdict_label
+    from core.config.memfit import gib, verdict_label
 
     spec = shown.spec
     where = (_("CPU") if spec.launch.device == "cpu" else

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from core.i18n import _
-from core.trainspec import LF_DEFAULTS, Launch, TrainSpec
+from core.config.spec import LF_DEFAULTS, Launch, TrainSpec
 
 
 @dataclass(frozen=True)

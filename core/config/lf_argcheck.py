@@ -1,6 +1,6 @@
 """Check training arguments with the installed LLaMA-Factory's own parser, in a subprocess.
 
-`check_with_llamafactory(args, cwd=...)` runs `python -m core.lf_argcheck` with the arguments as JSON
+`check_with_llamafactory(args, cwd=...)` runs `python -m core.config.lf_argcheck` with the arguments as JSON
 on stdin. The child calls `llamafactory.hparams.get_train_args` - the real HfArgumentParser over
 LLaMA-Factory's dataclasses plus every check it makes before a model is loaded (unknown keys, method
 and quantization combinations, DeepSpeed, output_dir / resume, required packages such as matplotlib
@@ -44,7 +44,7 @@ def check_with_llamafactory(args: dict[str, Any], *, cwd: Path, distributed: boo
                             timeout: float = 300) -> LfCheck:
     """Parse `args` (LLaMA-Factory keys) as `llamafactory-cli train` would, from `cwd` (the workspace)."""
     from core.i18n import _
-    from core.lf_templates import installed_llamafactory_version
+    from core.config.templates import installed_llamafactory_version
 
     version = installed_llamafactory_version()
     if version is None:
@@ -53,7 +53,7 @@ def check_with_llamafactory(args: dict[str, Any], *, cwd: Path, distributed: boo
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
            "TRANSFORMERS_VERBOSITY": "error", "PYTHONPATH": _pythonpath()}
     try:
-        proc = subprocess.run([python or sys.executable, "-m", "core.lf_argcheck"], input=payload,
+        proc = subprocess.run([python or sys.executable, "-m", "core.config.lf_argcheck"], input=payload,
                               capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env)
     except subprocess.TimeoutExpired:
         return LfCheck(ran=False, version=version, reason=_("the check took longer than {n} s", n=int(timeout)))
@@ -69,7 +69,7 @@ def check_with_llamafactory(args: dict[str, Any], *, cwd: Path, distributed: boo
 
 
 def _pythonpath() -> str:
-    here = str(Path(__file__).resolve().parent.parent)
+    here = str(Path(__file__).resolve().parents[2])
     old = os.environ.get("PYTHONPATH")
     return here if not old else f"{here}{os.pathsep}{old}"
 

@@ -22,17 +22,17 @@ The sequence length is `cutoff_len`, or the longest row of the dataset when the 
 and packing is off (LLaMA-Factory pads each batch to its longest row, not to cutoff_len).
 
 Verdict: fits (≤ 85% of the device memory), tight (85-100%: may fail on the longest batch or with
-fragmentation), does_not_fit (> 100%). See core.memfit_advice for what to change.
+fragmentation), does_not_fit (> 100%). See core.config.memfit_advice for what to change.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from core.gpu_catalog import GIB, GpuTarget
+from core.config.gpu_catalog import GIB, GpuTarget
 from core.i18n import _
-from core.model_shapes import LINEAR_MODULES, ModelShape
-from core.trainspec import TrainSpec, effective_precision, value
+from core.config.model_shapes import LINEAR_MODULES, ModelShape
+from core.config.spec import TrainSpec, effective_precision, value
 
 FIT_RATIO = 0.85
 NF4_BYTES = (4 + 8 / 64 + 32 / (64 * 256)) / 8  # nf4 + double-quantized absmax constants (QLoRA paper)

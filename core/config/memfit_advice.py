@@ -1,5 +1,5 @@
 """What to change when a run is tight or does not fit: each candidate change is estimated again with
-core.memfit, and the ones that help are returned, least disruptive first (a smaller micro-batch with
+core.config.memfit, and the ones that help are returned, least disruptive first (a smaller micro-batch with
 more accumulation keeps the effective batch; a shorter cutoff only when the data allows it; then
 gradient checkpointing, memory-efficient attention, ZeRO-3, offload, QLoRA, more or bigger GPUs)."""
 
@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.gpu_catalog import CATALOG, GpuTarget
+from core.config.gpu_catalog import CATALOG, GpuTarget
 from core.i18n import _
-from core.memfit import FitEstimate, estimate
-from core.model_shapes import ModelShape
-from core.trainspec import TrainSpec, value
+from core.config.memfit import FitEstimate, estimate
+from core.config.model_shapes import ModelShape
+from core.config.spec import TrainSpec, value
 
 RANK = {"fits": 0, "tight": 1, "does_not_fit": 2, "unknown": 3}
 

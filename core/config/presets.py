@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from core.i18n import _
-from core.tinymodel import TINY_NAME, TINY_TEMPLATE
-from core.trainspec import Launch, TrainSpec
+from core.setup.tinymodel import TINY_NAME, TINY_TEMPLATE
+from core.config.spec import Launch, TrainSpec
 
 DEFAULT_DATASET = "support"
 

@@ -1,4 +1,4 @@
-"""What the Config checks report (`Finding`) and what they read (`RuleContext`)."""
+"""What the Config checks report (`ConfigFinding`) and what they read (`RuleContext`)."""
 
 from __future__ import annotations
 
@@ -7,16 +7,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.dataset.summary import DatasetSummary
-from core.gpu_catalog import GpuTarget
-from core.lf_templates import BUILTIN, TemplateCatalog
-from core.trainspec import TrainSpec, effective_batch, value
+from core.data.summary import DatasetSummary
+from core.config.gpu_catalog import GpuTarget
+from core.config.templates import BUILTIN, TemplateCatalog
+from core.config.spec import TrainSpec, effective_batch, value
 
 SEVERITIES = ("error", "warning", "info")
 
 
 @dataclass(frozen=True)
-class Finding:
+class ConfigFinding:
     severity: str  # error | warning | info
     code: str  # stable id, e.g. "template.mismatch"
     message: str
@@ -27,7 +27,7 @@ class Finding:
 
 @dataclass
 class RuleContext:
-    """What the rules read from the workspace, gathered once by core.config.rule_context."""
+    """What the rules read from the workspace, gathered once by core.config.files.rule_context."""
 
     root: Path
     catalog: TemplateCatalog = BUILTIN
@@ -36,8 +36,8 @@ class RuleContext:
     dataset_info: dict[str, Any] | None = None  # data/dataset_info.json, None when absent
     dataset_info_error: str | None = None
     summaries: dict[str, DatasetSummary | None] = field(default_factory=dict)  # per dataset name
-    fit: Any = None  # core.memfit.FitEstimate, None when the model's shape is unknown
-    advice: list = field(default_factory=list)  # core.memfit_advice.FitAdvice
+    fit: Any = None  # core.config.memfit.FitEstimate, None when the model's shape is unknown
+    advice: list = field(default_factory=list)  # core.config.memfit_advice.FitAdvice
 
 
 def train_rows(spec: TrainSpec, rows: int) -> int:

@@ -2,8 +2,8 @@
 
 Each rule is a plain function of the spec and a `RuleContext` (what was read from the workspace:
 dataset_info.json, the Data step's summaries, the template list, the target GPUs, the memory fit)
-returning `Finding`s. core.config builds the context; the LLaMA-Factory parser check is
-core.lf_argcheck. Severity: error (the run would fail or train the wrong thing), warning (likely a
+returning `ConfigFinding`s. core.config.files builds the context; the LLaMA-Factory parser check is
+core.config.lf_argcheck. Severity: error (the run would fail or train the wrong thing), warning (likely a
 mistake or a waste), info (what will happen).
 """
 
@@ -14,18 +14,18 @@ import re
 from pathlib import Path
 from typing import Callable
 
-from core.config_findings import SEVERITIES, Finding, RuleContext
-from core.config_rules_data import rule_batch, rule_data
+from core.config.rule_context import SEVERITIES, ConfigFinding, RuleContext
+from core.config.rules_data import rule_batch, rule_data
 from core.i18n import _
-from core.lf_templates import default_template
-from core.lf_yaml import deepspeed_path
-from core.trainspec import TrainSpec, value
+from core.config.templates import default_template
+from core.config.yaml_out import deepspeed_path
+from core.config.spec import TrainSpec, value
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 LOCAL_ROOTS = ("models", "saves", "exports", ".", "..", "~")
 
 
-Rule = Callable[[TrainSpec, RuleContext], list[Finding]]
+Rule = Callable[[TrainSpec, RuleContext], list[ConfigFinding]]
 
 
 def is_local_model(model: str, root: Path) -> bool:
@@ -36,147 +36,147 @@ def is_local_model(model: str, root: Path) -> bool:
     return not HUB_ID.match(model) or first in LOCAL_ROOTS
 
 
-def rule_model(spec: TrainSpec, ctx: RuleContext) -> list[Finding]:
+def rule_model(spec: TrainSpec, ctx: RuleContext) -> list[ConfigFinding]:
     model = spec.model_name_or_path
     if is_local_model(model, ctx.root):
         folder = Path(model).expanduser() if Path(model).expanduser().is_absolute() else ctx.root / model
         if not (folder / "config.json").is_file():
-            return [Finding("error", "model.missing", _("model folder {path} not found (or has no config.json)",
+            return [ConfigFinding("error", "model.missing", _("model folder {path} not found (or has no config.json)",
                                                         path=model), "model_name_or_path",
                             _("give a local model folder or a hub id such as meta-llama/Meta-Llama-3-8B-Instruct"))]
         return []
     if os.environ.get("HF_HUB_OFFLINE") in ("1", "true", "TRUE"):
-        return [Finding("warning", "model.offline", _("{model} is a hub id but HF_HUB_OFFLINE is set: it must already "
+        return [ConfigFinding("warning", "model.offline", _("{model} is a hub id but HF_HUB_OFFLINE is set: it must already "
                                                       "be in the Hugging Face cache", model=model),
                         "model_name_or_path")]
-    return [Finding("info", "model.hub", _("{model} will be downloaded from the hub on first use", model=model),
+    return [ConfigFinding("info", "model.hub", _("{model} will be downloaded from the hub on first use", model=model),
                     "model_name_or_path")]
 
 
-def rule_method(spec: TrainSpec, ctx: RuleContext) -> list[Finding]:
-    out: list[Finding] = []
+def rule_method(spec: TrainSpec, ctx: RuleContext) -> list[ConfigFinding]:
+    out: list[ConfigFinding] = []
     if spec.stage != "sft":
-        out.append(Finding("error", "stage.unsupported", _("stage {stage}: devtune's Config step writes SFT runs "
+        out.append(ConfigFinding("error", "stage.unsupported", _("stage {stage}: devtune's Config step writes SFT runs "
                                                            "only", stage=spec.stage), "stage"))
     if spec.is_qlora:
         bits = value(spec, "quantization_bit")
         if bits not in (4, 8):
-            out.append(Finding("error", "qlora.bits", _("QLoRA with bitsandbytes takes 4 or 8 bits, not {bits}",
+            out.append(ConfigFinding("error", "qlora.bits", _("QLoRA with bitsandbytes takes 4 or 8 bits, not {bits}",
                                                         bits=bits), "quantization_bit"))
         if spec.launch.device == "cpu":
-            out.append(Finding("error", "qlora.cpu", _("QLoRA (bitsandbytes 4-bit) needs a GPU"), "finetuning_type",
+            out.append(ConfigFinding("error", "qlora.cpu", _("QLoRA (bitsandbytes 4-bit) needs a GPU"), "finetuning_type",
                                _("use LoRA on a CPU")))
         else:
-            out.append(Finding("info", "qlora.rocm", _("QLoRA needs bitsandbytes; on ROCm its ROCm build "
+            out.append(ConfigFinding("info", "qlora.rocm", _("QLoRA needs bitsandbytes; on ROCm its ROCm build "
                                                       "(the doctor checks it)"), "finetuning_type"))
         if spec.zero_stage == 3:
             if bits != 4:
-                out.append(Finding("error", "qlora.zero3_bits", _("QLoRA with ZeRO-3 needs 4-bit quantization "
+                out.append(ConfigFinding("error", "qlora.zero3_bits", _("QLoRA with ZeRO-3 needs 4-bit quantization "
                                                                   "(LLaMA-Factory refuses 8-bit)"),
                                    "quantization_bit"))
             if spec.offload:
-                out.append(Finding("warning", "qlora.zero3_offload", _("ZeRO-3 cannot offload 4-bit parameters to "
+                out.append(ConfigFinding("warning", "qlora.zero3_offload", _("ZeRO-3 cannot offload 4-bit parameters to "
                                                                        "CPU; turn offload off"), "offload"))
-            out.append(Finding("info", "qlora.zero3", _("QLoRA + ZeRO-3 stores the 4-bit weights in bf16 containers "
+            out.append(ConfigFinding("info", "qlora.zero3", _("QLoRA + ZeRO-3 stores the 4-bit weights in bf16 containers "
                                                         "so DeepSpeed can shard them (needs bitsandbytes >= 0.43)"),
                                "zero_stage"))
-        out.append(Finding("info", "qlora.merge", _("merge the adapter into the 16-bit base model, not the 4-bit "
+        out.append(ConfigFinding("info", "qlora.merge", _("merge the adapter into the 16-bit base model, not the 4-bit "
                                                     "one (the Merge step does)"), "finetuning_type"))
     if spec.finetuning_type == "freeze" and spec.freeze_trainable_layers == 0:
-        out.append(Finding("error", "freeze.layers", _("freeze_trainable_layers must not be 0"),
+        out.append(ConfigFinding("error", "freeze.layers", _("freeze_trainable_layers must not be 0"),
                            "freeze_trainable_layers"))
     if spec.uses_lora:
         rank = int(value(spec, "lora_rank"))
         alpha = int(value(spec, "lora_alpha"))
         if alpha < rank:
-            out.append(Finding("info", "lora.alpha", _("lora_alpha {alpha} is below lora_rank {rank}: the adapter's "
+            out.append(ConfigFinding("info", "lora.alpha", _("lora_alpha {alpha} is below lora_rank {rank}: the adapter's "
                                                        "updates are scaled down", alpha=alpha, rank=rank),
                                "lora_alpha"))
     return out
 
 
-def rule_template(spec: TrainSpec, ctx: RuleContext) -> list[Finding]:
+def rule_template(spec: TrainSpec, ctx: RuleContext) -> list[ConfigFinding]:
     known = default_template(spec.model_name_or_path, ctx.catalog, ctx.root)
     chosen = spec.template
     if chosen is None:
-        return [Finding("warning", "template.unset", _("no template: LLaMA-Factory guesses one from the tokenizer "
+        return [ConfigFinding("warning", "template.unset", _("no template: LLaMA-Factory guesses one from the tokenizer "
                                                        "(else `empty`); train, merge and serve must use the same one"),
                         "template", _("set template: {name}", name=known) if known else None)]
     if chosen not in ctx.catalog:
-        return [Finding("error", "template.unknown", _("template {name} does not exist in LLaMA-Factory {version}",
+        return [ConfigFinding("error", "template.unknown", _("template {name} does not exist in LLaMA-Factory {version}",
                                                        name=chosen, version=ctx.catalog.version), "template",
                         _("set template: {name}", name=known) if known else None)]
     if known and chosen != known:
-        return [Finding("warning", "template.mismatch", _("{model} is trained with template {known}; you chose "
+        return [ConfigFinding("warning", "template.mismatch", _("{model} is trained with template {known}; you chose "
                                                           "{chosen}", model=spec.model_name_or_path, known=known,
                                                           chosen=chosen), "template",
                         _("set template: {name}", name=known))]
     return []
 
 
-def rule_precision(spec: TrainSpec, ctx: RuleContext) -> list[Finding]:
+def rule_precision(spec: TrainSpec, ctx: RuleContext) -> list[ConfigFinding]:
     prec = spec.precision or "fp32"
     if spec.launch.device == "cpu":
         if prec in ("bf16", "pure_bf16"):
-            return [Finding("error", "precision.cpu_bf16", _("{precision} needs a GPU with bf16 (LLaMA-Factory stops "
+            return [ConfigFinding("error", "precision.cpu_bf16", _("{precision} needs a GPU with bf16 (LLaMA-Factory stops "
                                                             "with: Your setup doesn't support bf16/gpu)",
                                                             precision=prec), "precision", _("use fp32 on a CPU"))]
         if prec == "fp16":
-            return [Finding("warning", "precision.cpu_fp16", _("fp16 mixed precision is meant for GPUs"),
+            return [ConfigFinding("warning", "precision.cpu_fp16", _("fp16 mixed precision is meant for GPUs"),
                             "precision", _("use fp32 on a CPU"))]
         return []
-    out: list[Finding] = []
+    out: list[ConfigFinding] = []
     lacking = [t.name for t in ctx.targets if t.bf16 is False]
     if prec in ("bf16", "pure_bf16") and lacking:
-        out.append(Finding("error", "precision.no_bf16", _("{gpu} has no bf16 support", gpu=lacking[0]), "precision",
+        out.append(ConfigFinding("error", "precision.no_bf16", _("{gpu} has no bf16 support", gpu=lacking[0]), "precision",
                            _("use fp16")))
     if prec == "fp32":
-        out.append(Finding("info", "precision.fp32", _("fp32: twice the activation memory of bf16, and no Matrix "
+        out.append(ConfigFinding("info", "precision.fp32", _("fp32: twice the activation memory of bf16, and no Matrix "
                                                        "Cores"), "precision", _("use bf16 on Instinct GPUs")))
     if prec == "pure_bf16" and spec.zero_stage == 3:
-        out.append(Finding("error", "precision.pure_bf16_zero3", _("pure_bf16 is incompatible with DeepSpeed ZeRO-3"),
+        out.append(ConfigFinding("error", "precision.pure_bf16_zero3", _("pure_bf16 is incompatible with DeepSpeed ZeRO-3"),
                            "precision", _("use bf16")))
     return out
 
 
-def rule_distributed(spec: TrainSpec, ctx: RuleContext) -> list[Finding]:
+def rule_distributed(spec: TrainSpec, ctx: RuleContext) -> list[ConfigFinding]:
     launch, out = spec.launch, []
     if launch.device == "cpu":
         if launch.gpus_per_node > 1 or launch.nnodes > 1:
-            out.append(Finding("warning", "launch.cpu_many", _("a CPU run uses one process; GPUs and nodes are "
+            out.append(ConfigFinding("warning", "launch.cpu_many", _("a CPU run uses one process; GPUs and nodes are "
                                                               "ignored"), "launch"))
         if spec.zero_stage is not None:
-            out.append(Finding("warning", "deepspeed.cpu", _("DeepSpeed on a CPU works but is slow and builds its "
+            out.append(ConfigFinding("warning", "deepspeed.cpu", _("DeepSpeed on a CPU works but is slow and builds its "
                                                             "CPU kernels on first use"), "zero_stage"))
     else:
         if launch.distributed and spec.zero_stage is None:
-            out.append(Finding("info", "launch.ddp", _("several GPUs without DeepSpeed: plain data parallel, every GPU "
+            out.append(ConfigFinding("info", "launch.ddp", _("several GPUs without DeepSpeed: plain data parallel, every GPU "
                                                       "holds the whole model"), "zero_stage",
                                _("ZeRO-3 shards it across the GPUs")))
         if launch.nnodes > 1 and not launch.master_addr:
-            out.append(Finding("error", "launch.master_addr", _("multi-node runs need the address of node 0 "
+            out.append(ConfigFinding("error", "launch.master_addr", _("multi-node runs need the address of node 0 "
                                                                "(MASTER_ADDR)"), "launch",
                                _("devtune config init --master-addr HOST")))
         if ctx.found_gpus and launch.gpus_per_node > ctx.found_gpus:
-            out.append(Finding("warning", "launch.gpus", _("{asked} GPUs per node asked, the doctor found {found}",
+            out.append(ConfigFinding("warning", "launch.gpus", _("{asked} GPUs per node asked, the doctor found {found}",
                                                           asked=launch.gpus_per_node, found=ctx.found_gpus),
                                "launch"))
         if spec.zero_stage is not None and not launch.distributed:
-            out.append(Finding("info", "deepspeed.one_gpu", _("DeepSpeed on one GPU shards nothing; only offload "
+            out.append(ConfigFinding("info", "deepspeed.one_gpu", _("DeepSpeed on one GPU shards nothing; only offload "
                                                              "saves memory there"), "zero_stage"))
     ds = deepspeed_path(spec)
     if spec.deepspeed and ds and not (ctx.root / ds).is_file() and not Path(ds).is_absolute():
-        out.append(Finding("error", "deepspeed.missing", _("DeepSpeed file {path} not found in the workspace",
+        out.append(ConfigFinding("error", "deepspeed.missing", _("DeepSpeed file {path} not found in the workspace",
                                                           path=ds), "deepspeed",
                            _("choose the ZeRO stage in devtune, which writes configs/ds_z*_config.json")))
     return out
 
 
-def rule_output(spec: TrainSpec, ctx: RuleContext) -> list[Finding]:
-    out: list[Finding] = []
+def rule_output(spec: TrainSpec, ctx: RuleContext) -> list[ConfigFinding]:
+    out: list[ConfigFinding] = []
     rel = spec.output_dir
     if Path(rel).is_absolute() or not rel.startswith("saves/"):
-        out.append(Finding("warning", "output.outside", _("output_dir {path} is not under saves/: the Train and Merge "
+        out.append(ConfigFinding("warning", "output.outside", _("output_dir {path} is not under saves/: the Train and Merge "
                                                           "steps look there", path=rel), "output_dir"))
     folder = Path(rel) if Path(rel).is_absolute() else ctx.root / rel
     if folder.is_dir():
@@ -184,54 +184,54 @@ def rule_output(spec: TrainSpec, ctx: RuleContext) -> list[Finding]:
                              key=lambda p: int(p.name[11:]))
         overwrite = bool(value(spec, "overwrite_output_dir"))
         if overwrite and any(folder.iterdir()):
-            out.append(Finding("warning", "output.overwrite", _("overwrite_output_dir: the earlier run in {path} "
+            out.append(ConfigFinding("warning", "output.overwrite", _("overwrite_output_dir: the earlier run in {path} "
                                                                 "starts over and its log is cleared", path=rel),
                                "overwrite_output_dir"))
         elif checkpoints and not spec.resume_from_checkpoint:
-            out.append(Finding("info", "output.resume", _("{path} has {ckpt}: training resumes from it", path=rel,
+            out.append(ConfigFinding("info", "output.resume", _("{path} has {ckpt}: training resumes from it", path=rel,
                                                          ckpt=checkpoints[-1].name), "output_dir"))
         elif not checkpoints and any((folder / n).exists() for n in ("adapter_model.safetensors", "model.safetensors",
                                                                      "pytorch_model.bin")):
-            out.append(Finding("error", "output.not_empty", _("{path} holds a finished run and no checkpoint: "
+            out.append(ConfigFinding("error", "output.not_empty", _("{path} holds a finished run and no checkpoint: "
                                                              "LLaMA-Factory refuses it", path=rel), "output_dir",
                                _("choose a new output_dir under saves/")))
     if spec.resume_from_checkpoint and not (ctx.root / spec.resume_from_checkpoint).is_dir() \
             and not Path(spec.resume_from_checkpoint).is_dir():
-        out.append(Finding("error", "output.resume_missing", _("checkpoint {path} not found",
+        out.append(ConfigFinding("error", "output.resume_missing", _("checkpoint {path} not found",
                                                                path=spec.resume_from_checkpoint),
                            "resume_from_checkpoint"))
     if value(spec, "plot_loss"):
         import importlib.util
 
         if importlib.util.find_spec("matplotlib") is None:
-            out.append(Finding("warning", "output.plot_loss", _("plot_loss needs matplotlib, which is not installed "
+            out.append(ConfigFinding("warning", "output.plot_loss", _("plot_loss needs matplotlib, which is not installed "
                                                                 "(devtune draws the loss curve itself)"), "plot_loss",
                                _("set plot_loss: false")))
     return out
 
 
-def rule_fit(spec: TrainSpec, ctx: RuleContext) -> list[Finding]:
-    from core.memfit import gib, verdict_label
+def rule_fit(spec: TrainSpec, ctx: RuleContext) -> list[ConfigFinding]:
+    from core.config.memfit import gib, verdict_label
 
     fit = ctx.fit
     if fit is None:
-        return [Finding("info", "fit.unknown_model", _("memory fit unknown: the model's shape could not be read"),
+        return [ConfigFinding("info", "fit.unknown_model", _("memory fit unknown: the model's shape could not be read"),
                         "model_name_or_path")]
     if fit.verdict == "unknown":
-        return [Finding("info", "fit.no_target", _("about {need} per GPU; no GPU found here: choose a target GPU",
+        return [ConfigFinding("info", "fit.no_target", _("about {need} per GPU; no GPU found here: choose a target GPU",
                                                    need=gib(fit.per_device_bytes)), "launch")]
     fix = "; ".join(a.text for a in ctx.advice) or None
     severity = {"fits": "info", "tight": "warning", "does_not_fit": "error"}[fit.verdict]
-    return [Finding(severity, f"fit.{fit.verdict}", _("memory: {need} of {have} per device on {device} ({verdict})",
+    return [ConfigFinding(severity, f"fit.{fit.verdict}", _("memory: {need} of {have} per device on {device} ({verdict})",
                                                        need=gib(fit.per_device_bytes), have=gib(fit.capacity_bytes),
                                                        device=fit.device, verdict=verdict_label(fit.verdict)),
                     None, fix)]
 
 
-def rule_kept(spec: TrainSpec, ctx: RuleContext) -> list[Finding]:
+def rule_kept(spec: TrainSpec, ctx: RuleContext) -> list[ConfigFinding]:
     if not spec.extra:
         return []
-    return [Finding("info", "import.kept", _("kept as imported (devtune does not model them): {keys}",
+    return [ConfigFinding("info", "import.kept", _("kept as imported (devtune does not model them): {keys}",
                                              keys=", ".join(spec.extra)), None)]
 
 
@@ -239,7 +239,7 @@ RULES: tuple[Rule, ...] = (rule_model, rule_method, rule_template, rule_data, ru
                            rule_distributed, rule_output, rule_fit, rule_kept)
 
 
-def check_rules(spec: TrainSpec, ctx: RuleContext) -> list[Finding]:
+def check_rules(spec: TrainSpec, ctx: RuleContext) -> list[ConfigFinding]:
     findings = [f for rule in RULES for f in rule(spec, ctx)]
     order = {s: i for i, s in enumerate(SEVERITIES)}
     return sorted(findings, key=lambda f: order[f.severity])

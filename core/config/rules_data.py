@@ -5,55 +5,55 @@ from __future__ import annotations
 
 import math
 
-from core.config_findings import Finding, RuleContext, steps_per_epoch, train_rows
+from core.config.rule_context import ConfigFinding, RuleContext, steps_per_epoch, train_rows
 from core.i18n import _
-from core.trainspec import TrainSpec, effective_batch, value
+from core.config.spec import TrainSpec, effective_batch, value
 
 
-def rule_data(spec: TrainSpec, ctx: RuleContext) -> list[Finding]:
-    out: list[Finding] = []
+def rule_data(spec: TrainSpec, ctx: RuleContext) -> list[ConfigFinding]:
+    out: list[ConfigFinding] = []
     dataset_dir = str(value(spec, "dataset_dir"))
     if not spec.dataset:
-        return [Finding("error", "data.none", _("no dataset chosen"), "dataset",
+        return [ConfigFinding("error", "data.none", _("no dataset chosen"), "dataset",
                         _("register one in the Data step, then choose it here"))]
     if ctx.dataset_info is None:
-        return [Finding("error", "data.no_info", ctx.dataset_info_error or _("{path}/dataset_info.json not found",
+        return [ConfigFinding("error", "data.no_info", ctx.dataset_info_error or _("{path}/dataset_info.json not found",
                                                                              path=dataset_dir), "dataset_dir",
                         _("the Data step registers datasets there"))]
     for name in spec.dataset:
         entry = ctx.dataset_info.get(name)
         if not isinstance(entry, dict):
-            out.append(Finding("error", "data.unregistered", _("dataset {name} is not registered in "
+            out.append(ConfigFinding("error", "data.unregistered", _("dataset {name} is not registered in "
                                                               "{path}/dataset_info.json", name=name, path=dataset_dir),
                                "dataset", _("register it in the Data step")))
             continue
         file_name = entry.get("file_name")
         if isinstance(file_name, str) and not (ctx.root / dataset_dir / file_name).exists():
-            out.append(Finding("error", "data.file_missing", _("dataset {name}: {path} not found", name=name,
+            out.append(ConfigFinding("error", "data.file_missing", _("dataset {name}: {path} not found", name=name,
                                                               path=f"{dataset_dir}/{file_name}"), "dataset"))
             continue
         summary = ctx.summaries.get(name)
         if summary is None:
             if isinstance(file_name, str):
-                out.append(Finding("warning", "data.unchecked", _("dataset {name} was not checked by the Data step "
+                out.append(ConfigFinding("warning", "data.unchecked", _("dataset {name} was not checked by the Data step "
                                                                  "(lint and token lengths)", name=name), "dataset",
                                    _("open it in the Data step (or: devtune data lint)")))
             continue
         if summary.is_stale(ctx.root):
-            out.append(Finding("warning", "data.stale", _("dataset {name} changed since the Data step checked it",
+            out.append(ConfigFinding("warning", "data.stale", _("dataset {name} changed since the Data step checked it",
                                                           name=name), "dataset", _("check it again in the Data step")))
         if summary.lint_errors:
-            out.append(Finding("error", "data.lint", _("dataset {name} has {n} lint errors", name=name,
+            out.append(ConfigFinding("error", "data.lint", _("dataset {name} has {n} lint errors", name=name,
                                                        n=summary.lint_errors), "dataset",
                                _("fix them in the Data step")))
         elif summary.lint_warnings:
-            out.append(Finding("info", "data.lint_warnings", _("dataset {name}: {n} lint warnings", name=name,
+            out.append(ConfigFinding("info", "data.lint_warnings", _("dataset {name}: {n} lint warnings", name=name,
                                                                n=summary.lint_warnings), "dataset"))
         out += _cutoff(spec, name, summary)
     return out
 
 
-def _cutoff(spec: TrainSpec, name: str, summary) -> list[Finding]:
+def _cutoff(spec: TrainSpec, name: str, summary) -> list[ConfigFinding]:
     pct = summary.token_percentiles or {}
     cutoff = int(value(spec, "cutoff_len"))
     longest = pct.get("max")
@@ -69,13 +69,13 @@ def _cutoff(spec: TrainSpec, name: str, summary) -> list[Finding]:
         else:
             approx = ""
         severity = "warning" if over > max(1, summary.rows // 100) else "info"
-        return [Finding(severity, "data.truncated", _("cutoff_len {cutoff} is below the longest row of {name} "
+        return [ConfigFinding(severity, "data.truncated", _("cutoff_len {cutoff} is below the longest row of {name} "
                                                       "({longest} tokens): {approx}{n} of {rows} rows are truncated"
                                                       "{estimate}", cutoff=cutoff, name=name, longest=longest,
                                                       approx=approx, n=over, rows=summary.rows, estimate=estimate),
                         "cutoff_len", _("cutoff_len {n}", n=_round_up(pct.get("p99", longest))))]
     if cutoff >= 4 * longest and cutoff > 512:
-        return [Finding("info", "data.cutoff_large", _("the longest row of {name} has {longest} tokens; cutoff_len "
+        return [ConfigFinding("info", "data.cutoff_large", _("the longest row of {name} has {longest} tokens; cutoff_len "
                                                        "{cutoff} is more than needed{estimate}", name=name,
                                                        longest=longest, cutoff=cutoff, estimate=estimate),
                         "cutoff_len", _("cutoff_len {n}", n=_round_up(longest)))]
@@ -86,7 +86,7 @@ def _round_up(n: int) -> int:
     return max(64, -(-int(n) // 64) * 64)
 
 
-def rule_batch(spec: TrainSpec, ctx: RuleContext) -> list[Finding]:
+def rule_batch(spec: TrainSpec, ctx: RuleContext) -> list[ConfigFinding]:
     batch = int(value(spec, "per_device_train_batch_size"))
     accum = int(value(spec, "gradient_accumulation_steps"))
     gpus = spec.launch.world_size
@@ -95,27 +95,27 @@ def rule_batch(spec: TrainSpec, ctx: RuleContext) -> list[Finding]:
              eff=eff, batch=batch, accum=accum, gpus=gpus)
     rows = sum(s.rows for n in spec.dataset if (s := ctx.summaries.get(n)) is not None)
     if not rows:
-        return [Finding("info", "batch.effective", text, "per_device_train_batch_size")]
-    out: list[Finding] = []
+        return [ConfigFinding("info", "batch.effective", text, "per_device_train_batch_size")]
+    out: list[ConfigFinding] = []
     per_epoch = steps_per_epoch(spec, rows)
     max_steps = int(value(spec, "max_steps") or -1)
     epochs = float(value(spec, "num_train_epochs"))
     total = max_steps if max_steps > 0 else math.ceil(per_epoch * epochs)
-    out.append(Finding("info", "batch.effective", text + _("; {rows} training rows: {per_epoch} steps per epoch, "
+    out.append(ConfigFinding("info", "batch.effective", text + _("; {rows} training rows: {per_epoch} steps per epoch, "
                                                            "{total} steps in all", rows=train_rows(spec, rows),
                                                            per_epoch=per_epoch, total=total),
                        "per_device_train_batch_size"))
     if eff > train_rows(spec, rows) > 0:
-        out.append(Finding("warning", "batch.too_large", _("the effective batch {eff} is larger than the {rows} "
+        out.append(ConfigFinding("warning", "batch.too_large", _("the effective batch {eff} is larger than the {rows} "
                                                            "training rows", eff=eff, rows=train_rows(spec, rows)),
                            "gradient_accumulation_steps", _("lower the batch or the accumulation")))
     save = int(value(spec, "save_steps"))
     if save > total:
-        out.append(Finding("info", "batch.no_checkpoint", _("save_steps {save} > {total} steps: no checkpoint "
+        out.append(ConfigFinding("info", "batch.no_checkpoint", _("save_steps {save} > {total} steps: no checkpoint "
                                                             "before the end, so an interrupted run cannot resume",
                                                             save=save, total=total), "save_steps"))
     val = float(value(spec, "val_size") or 0)
     if 0 < val < 1 and rows * val < 1:
-        out.append(Finding("warning", "batch.val_empty", _("val_size {val} of {rows} rows leaves no validation row",
+        out.append(ConfigFinding("warning", "batch.val_empty", _("val_size {val} of {rows} rows leaves no validation row",
                                                            val=val, rows=rows), "val_size"))
     return out

@@ -9,8 +9,8 @@ gives the value in effect either way.
 Three things are devtune's own and never reach the YAML as such:
 - `finetuning_type: qlora` is written as `finetuning_type: lora` + `quantization_bit: 4` (bitsandbytes);
 - `precision` becomes `bf16: true`, `fp16: true`, `pure_bf16: true` or `bf16: false` (fp32);
-- `zero_stage` / `offload` choose the DeepSpeed JSON (core.deepspeed_config) that `deepspeed` points to,
-  and `launch` says where and how to start it (GPUs per node, nodes, master address; core.config).
+- `zero_stage` / `offload` choose the DeepSpeed JSON (core.config.deepspeed) that `deepspeed` points to,
+  and `launch` says where and how to start it (GPUs per node, nodes, master address; core.config.files).
 Keys devtune does not model are kept in `extra`, written back unchanged and reported.
 
 Paths (model, dataset_dir, output_dir, deepspeed) are relative to the workspace root: the Train step
@@ -62,7 +62,7 @@ class Launch(BaseModel):
     nnodes: int = Field(1, ge=1, le=1024)
     master_addr: str | None = None  # address of node 0 (multi-node only)
     master_port: int = Field(29500, ge=1, le=65535)
-    gpu_model: str | None = None  # core.gpu_catalog id of the target GPU, when the doctor found none
+    gpu_model: str | None = None  # core.config.gpu_catalog id of the target GPU, when the doctor found none
     omp_threads: int | None = Field(None, ge=1)  # OMP_NUM_THREADS; 1 on a CPU
 
     @property

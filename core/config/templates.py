@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.atomicfile import write_atomic
+from core.files.atomic import write_atomic
 
 BUILTIN_VERSION = "0.9.5"
 BUILTIN_TEMPLATES: tuple[str, ...] = (

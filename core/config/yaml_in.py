@@ -2,7 +2,7 @@
 
 The file is read as LLaMA-Factory reads it (PyYAML with OmegaConf's float rule, so `1e-4` is a number).
 Every key devtune models becomes a TrainSpec field; every other key is kept in `spec.extra`, written
-back unchanged by core.lf_yaml and listed in `ImportResult.kept`: nothing is dropped. `meaning(args)`
+back unchanged by core.config.yaml_out and listed in `ImportResult.kept`: nothing is dropped. `meaning(args)`
 is what two argument dicts are compared by: LLaMA-Factory's defaults and nulls removed, lists joined.
 """
 
@@ -15,10 +15,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from core.deepspeed_config import describe_ds, stage_from_filename
+from core.config.deepspeed import describe_ds, stage_from_filename
 from core.i18n import _
-from core.lf_yaml import MODELED_KEYS, OMEGACONF_FLOAT
-from core.trainspec import LF_DEFAULTS, Launch, TrainSpec
+from core.config.yaml_out import MODELED_KEYS, OMEGACONF_FLOAT
+from core.config.spec import LF_DEFAULTS, Launch, TrainSpec
 
 PRECISION_KEYS = ("pure_bf16", "bf16", "fp16")
 LIST_KEYS = ("dataset", "eval_dataset", "lora_target", "additional_target", "freeze_trainable_modules")

@@ -11,8 +11,8 @@ import re
 from decimal import Decimal
 from typing import Any
 
-from core.deepspeed_config import ds_filename
-from core.trainspec import TrainSpec
+from core.config.deepspeed import ds_filename
+from core.config.spec import TrainSpec
 
 CONFIGS_DIR = "configs"
 

@@ -24,10 +24,10 @@ class ActionOutcome:
 def run(action: str, path: Path, *, write: bool, output: str = "", yes: bool = False, source_format: str = "auto",
         name: str = "", ws_root: Path, dataset_dir: Path) -> ActionOutcome:
     """Never raises for a problem the person can fix: the outcome says what went wrong."""
-    from core.atomicfile import FileExistsRefused
-    from core.dataset.convert import ConvertError
-    from core.dataset.fix import FixRefused
-    from core.dataset.register import RegisterError
+    from core.files.atomic import FileExistsRefused
+    from core.data.convert import ConvertError
+    from core.data.fix import FixRefused
+    from core.data.register import RegisterError
 
     try:
         if action == "fix":
@@ -43,7 +43,7 @@ def run(action: str, path: Path, *, write: bool, output: str = "", yes: bool = F
 
 def _output(output: str, path: Path, ws_root: Path) -> Path:
     if not output:
-        from core.dataset.fix import FixRefused
+        from core.data.fix import FixRefused
 
         raise FixRefused(_("give an output file name"))
     p = Path(output).expanduser()
@@ -57,7 +57,7 @@ def _rows(preview: list[dict], rejected: list[dict]) -> list[dict]:
 
 
 def _fix(path: Path, out: Path, *, write: bool, yes: bool) -> ActionOutcome:
-    from core.dataset.fix import fix_file
+    from core.data.fix import fix_file
 
     report = fix_file(path, out, yes=yes, force=write and yes, dry_run=not write, preview=PREVIEW_ROWS)
     head = _("Preview — nothing written yet.") if not write else _("Written.")
@@ -65,7 +65,7 @@ def _fix(path: Path, out: Path, *, write: bool, yes: bool) -> ActionOutcome:
 
 
 def _convert(path: Path, out: Path, *, write: bool, source_format: str) -> ActionOutcome:
-    from core.dataset.convert import convert_file
+    from core.data.convert import convert_file
 
     report = convert_file(path, out, source_format=source_format, dry_run=not write, preview=PREVIEW_ROWS)
     head = _("Preview — nothing written yet.") if not write else _("Written.")
@@ -74,8 +74,8 @@ def _convert(path: Path, out: Path, *, write: bool, source_format: str) -> Actio
 
 
 def _register(path: Path, name: str, *, write: bool, ws_root: Path, dataset_dir: Path) -> ActionOutcome:
-    from core.dataset.lint import lint_file
-    from core.dataset.register import register_dataset, register_preview
+    from core.data.lint import lint_file
+    from core.data.register import register_dataset, register_preview
 
     report = lint_file(path)
     if not write:

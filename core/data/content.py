@@ -1,7 +1,7 @@
 """Checks of the text inside the fields: whitespace, personal data, mojibake, repetition, short outputs
 (table A4 rules 20, 21, 26), and the repairs `fix` applies for them.
 
-`core.dataset.prefilter` finds, cheaply and per block, a superset of the rows with personal data,
+`core.data.prefilter` finds, cheaply and per block, a superset of the rows with personal data,
 zero-width characters or mojibake; only those rows get the exact (slower) checks of `check_texts`.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from core.dataset.findings import Finding, finding
+from core.data.findings import Finding, finding
 from core.i18n import _
 
 ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff"

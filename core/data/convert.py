@@ -11,7 +11,7 @@
 - sharegpt / messages: the system turn into `system`, earlier pairs into `history`.
 - JSON with question/answer (or other alias) keys: renamed, `context` into `input`.
 
-Every source unit (session, pair, CSV row, JSON row; read by `core.dataset.sources`) ends in the output or
+Every source unit (session, pair, CSV row, JSON row; read by `core.data.sources`) ends in the output or
 in the rejects file.
 Two passes: the first finds whether any row needs `history`/`system` (so every row has the same keys).
 """
@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from core.dataset.fix import FixRefused, FixReport, RowWriter, default_rejects_path
-from core.dataset.reader import CSV, EMPTY, TEXT, ReadNotes, iter_text_lines, probe_file
-from core.dataset.schema import ALPACA, MESSAGES, SHAREGPT, detect_schema
-from core.dataset.sources import _CHAT, _QA, _TIME, ConvertError, Unit, csv_units, json_units, text_units
+from core.data.fix import FixRefused, FixReport, RowWriter, default_rejects_path
+from core.data.reader import CSV, EMPTY, TEXT, ReadNotes, iter_text_lines, probe_file
+from core.data.schema import ALPACA, MESSAGES, SHAREGPT, detect_schema
+from core.data.sources import _CHAT, _QA, _TIME, ConvertError, Unit, csv_units, json_units, text_units
 from core.i18n import _
 
 SOURCES = ("auto", "chatlog", "qa", "csv", "sharegpt", "messages")
@@ -79,7 +79,7 @@ def detect_source(path: Path) -> str:
             raise ConvertError(_("{file}: no speaker tags found (用户：/客服：, Q:/A:, 问：/答：); nothing to convert",
                                  file=path))
         return "qa" if qa > chat else "chatlog"
-    from core.dataset.lint import sample_rows
+    from core.data.lint import sample_rows
 
     schema = detect_schema(v for _r, v in sample_rows(probe))
     if schema.kind == SHAREGPT:

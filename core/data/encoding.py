@@ -7,8 +7,11 @@ hold GBK lines further down, which the readers decode line by line (`decode_line
 
 from __future__ import annotations
 
+import codecs
 import os
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
 
 from core.i18n import _
 
@@ -105,3 +108,42 @@ def decode_line(raw: bytes) -> tuple[str, str]:
         return raw.decode(GB18030), GB18030
     except UnicodeDecodeError:
         return raw.decode(UTF8, errors="replace"), "invalid"
+
+
+# ---- decoded text (UTF-16, arrays, streams) --------------------------------------------------------
+
+TEXT_CHUNK = 4 << 20
+
+
+class CountingErrors:
+    """A codec error handler that replaces bad bytes and remembers that it had to."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.name = f"devtune-count-{id(self)}"
+        codecs.register_error(self.name, self)
+
+    def __call__(self, exc: UnicodeDecodeError):
+        self.count += 1
+        return "\ufffd", exc.end
+
+
+def iter_text_chunks(path: Path, enc: EncodingGuess, errors_handler: CountingErrors | None = None,
+                     chunk: int = TEXT_CHUNK) -> Iterator[str]:
+    codec = enc.python_codec
+    if codec == GB18030:
+        codec = "gb18030"
+    errors = errors_handler.name if errors_handler else "replace"
+    decoder = codecs.getincrementaldecoder(codec)(errors=errors)
+    with open(path, "rb") as fh:
+        first = True
+        while True:
+            raw = fh.read(chunk)
+            text = decoder.decode(raw, final=not raw)
+            if first:
+                text = text.lstrip("\ufeff") if enc.bom else text
+                first = False
+            if text:
+                yield text
+            if not raw:
+                return

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
-from core.dataset.prefilter import Scratch, hit_lines
-from core.dataset.stats import cjk_chars
+from core.data.prefilter import Scratch, hit_lines
+from core.data.stats import cjk_chars
 
-from core.dataset.native import fastcols as _fastcols  # the byte and column passes in C, or None
+from core.data.native import fastcols as _fastcols  # the byte and column passes in C, or None
 
 USE_C = True  # tests turn the C passes off to compare them with the Python ones
 

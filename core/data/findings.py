@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from operator import attrgetter
 
-from core.dataset import native
+from core.data import native
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 SAFE, CONFIRM, NONE = "safe", "confirm", "none"

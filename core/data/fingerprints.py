@@ -23,7 +23,7 @@ import tempfile
 from array import array
 from dataclasses import dataclass, field
 
-from core.dataset import native
+from core.data import native
 
 BUCKETS = 64
 SPILL_ROWS = 1 << 20  # rows (24 MiB) kept in memory by one part before they go to disk

@@ -18,14 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from core.atomicfile import FileExistsRefused, atomic_open
-from core.dataset import content
-from core.dataset.diagnose import diagnose, duplicate_keys
-from core.dataset.findings import CONFIRM, NONE, SAFE
-from core.dataset.lint import LintOptions, LintReport, lint_file
-from core.dataset.reader import CSV, EMPTY, TEXT, ReadNotes, iter_records, probe_file
-from core.dataset.scan import key_count
-from core.dataset.schema import ALIASES, ALPACA, Schema, check_row
+from core.files.atomic import FileExistsRefused, atomic_open
+from core.data import content
+from core.data.json_repair import diagnose, duplicate_keys
+from core.data.findings import CONFIRM, NONE, SAFE
+from core.data.lint import LintOptions, LintReport, lint_file
+from core.data.reader import CSV, EMPTY, TEXT, ReadNotes, iter_records, probe_file
+from core.data.scan import key_count
+from core.data.schema import ALIASES, ALPACA, Schema, check_row
 from core.i18n import _
 
 

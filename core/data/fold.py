@@ -9,11 +9,11 @@ numpy over batches of rows, or `Fold` in plain Python without numpy: the same co
 
 from __future__ import annotations
 
-from core.dataset.fastblock import FastBlock
-from core.dataset.findings import finding
-from core.dataset.fingerprints import SPILL_ROWS
-from core.dataset.scan import PartResult, ScanContext
-from core.dataset.stats import EXACT_CAP, TEMPLATE_OVERHEAD
+from core.data.fastblock import FastBlock
+from core.data.findings import finding
+from core.data.fingerprints import SPILL_ROWS
+from core.data.scan import PartResult, ScanContext
+from core.data.stats import EXACT_CAP, TEMPLATE_OVERHEAD
 from core.i18n import _
 
 

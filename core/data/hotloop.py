@@ -27,17 +27,17 @@ from __future__ import annotations
 
 from typing import Callable
 
-from core.dataset import content
-from core.dataset.fastblock import FastBlock, c_passes, read_block
-from core.dataset.fold import CFold, Fold
-from core.dataset.findings import finding
-from core.dataset.npimport import numpy_or_none
-from core.dataset.fingerprints import SPILL_ROWS
-from core.dataset.prefilter import Scratch, hit_lines
-from core.dataset.scan import (LineNo, PartResult, ScanContext, Sink, key_count, new_result, non_utf8_line,
+from core.data import content
+from core.data.fastblock import FastBlock, c_passes, read_block
+from core.data.fold import CFold, Fold
+from core.data.findings import finding
+from core.data.npimport import numpy_or_none
+from core.data.fingerprints import SPILL_ROWS
+from core.data.prefilter import Scratch, hit_lines
+from core.data.scan import (LineNo, PartResult, ScanContext, Sink, key_count, new_result, non_utf8_line,
                                paused_gc, valid_utf8)
-from core.dataset.schema import ALPACA
-from core.dataset.stats import cjk_chars
+from core.data.schema import ALPACA
+from core.data.stats import cjk_chars
 from core.i18n import _
 
 BOM = b"\xef\xbb\xbf"

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.dataset.findings import CONFIRM, NONE, SAFE, Finding, finding
+from core.data.findings import CONFIRM, NONE, SAFE, Finding, finding
 from core.i18n import _
 
 _DECODER = json.JSONDecoder()
@@ -30,7 +30,7 @@ _FIX_RANK = {SAFE: 0, CONFIRM: 1, NONE: 2}
 
 
 @dataclass
-class Diagnosis:
+class JsonDiagnosis:
     """What is wrong with one record and the values that can be recovered from it."""
 
     findings: list[Finding] = field(default_factory=list)
@@ -156,14 +156,14 @@ def _split_values(text: str) -> tuple[list[Any], int, str] | None:
     return values, pos, text[pos:]
 
 
-def diagnose(raw: bytes, line: int) -> Diagnosis:
+def diagnose(raw: bytes, line: int) -> JsonDiagnosis:
     """Diagnose a record that orjson rejected (or that it accepted but that may hold NaN / surrogates)."""
     text = raw.decode("utf-8", errors="surrogatepass") if isinstance(raw, bytes) else raw
     return _diagnose_text(text, line, top=True)
 
 
-def _diagnose_text(text: str, line: int, *, top: bool, col_base: int = 0) -> Diagnosis:
-    d = Diagnosis()
+def _diagnose_text(text: str, line: int, *, top: bool, col_base: int = 0) -> JsonDiagnosis:
+    d = JsonDiagnosis()
     value, err = _loads(text)
     if err is None:
         _accepted_by_stdlib(text, value, line, d)
@@ -177,7 +177,7 @@ def _diagnose_text(text: str, line: int, *, top: bool, col_base: int = 0) -> Dia
                 "L{line}: {count} objects on one line; fix puts each on its own line",
                 line=line, count=len(values) + (1 if rest.strip() else 0))))
             for v in values:
-                sub = Diagnosis()
+                sub = JsonDiagnosis()
                 _accepted_by_stdlib(json.dumps(v, ensure_ascii=False), v, line, sub)
                 d.findings += sub.findings
                 d.need(sub.fix)
@@ -256,7 +256,7 @@ def _diagnose_text(text: str, line: int, *, top: bool, col_base: int = 0) -> Dia
     return d
 
 
-def _accepted_by_stdlib(text: str, value: Any, line: int, d: Diagnosis) -> None:
+def _accepted_by_stdlib(text: str, value: Any, line: int, d: JsonDiagnosis) -> None:
     """A value the standard library parses but orjson may not: NaN/Infinity, lone surrogates, duplicate keys."""
     if _LONE_SURROGATE.search(text) or (isinstance(value, (dict, list, str)) and _has_surrogate(json.dumps(
             value, ensure_ascii=False))):

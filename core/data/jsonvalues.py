@@ -13,8 +13,8 @@ import re
 from pathlib import Path
 from typing import Iterator
 
-from core.dataset.encoding import GB18030, UTF8, EncodingGuess
-from core.dataset.reader import MAX_ELEMENT_CHARS, ReadNotes, Record, _CountingErrors, iter_text_chunks
+from core.data.encoding import GB18030, UTF8, CountingErrors, EncodingGuess, iter_text_chunks
+from core.data.records import MAX_ELEMENT_CHARS, ReadNotes, Record
 from core.i18n import _
 
 _WS = re.compile(r"[ \t\r\n\ufeff]*")
@@ -60,7 +60,7 @@ def find_value_end(buf: str, pos: int, eof: bool) -> int | None:
 def iter_json_values(path: Path, enc: EncodingGuess, notes: ReadNotes, *, array: bool) -> Iterator[Record]:
     """Elements of a JSON array (`array`) or JSON values back to back (pretty-printed objects)."""
     decoder = json.JSONDecoder()
-    handler = _CountingErrors()
+    handler = CountingErrors()
     chunks = iter_text_chunks(path, enc, handler)
     how = "utf-16" if enc.encoding.startswith("utf-16") else UTF8 if enc.is_utf8 else enc.python_codec
     buf = ""

@@ -16,15 +16,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from core.dataset.findings import (ERROR, INFO, NONE, SAFE, WARNING, Finding, count_by_severity, finding,
+from core.data.findings import (ERROR, INFO, NONE, SAFE, WARNING, Finding, count_by_severity, finding,
                                    findings_for_pairs, sort_findings)
-from core.dataset.fingerprints import find_duplicates
-from core.dataset.reader import (CSV, EMPTY, JSON_ARRAY, JSON_STREAM, JSONL, TEXT, FileProbe, ReadNotes,
+from core.data.fingerprints import find_duplicates
+from core.data.reader import (CSV, EMPTY, JSON_ARRAY, JSON_STREAM, JSONL, TEXT, FileProbe, ReadNotes,
                                  iter_records, probe_file)
-from core.dataset.parts import LintProgress, merge_parts, plan_spans, run_parts
-from core.dataset.scan import PartResult, ScanContext, paused_gc, scan_records, severity_of_key_change
-from core.dataset.schema import ALPACA, UNKNOWN, Schema, detect_schema
-from core.dataset.stats import DatasetStats, StatsAccumulator, build_stats
+from core.data.parts import LintProgress, merge_parts, plan_spans, run_parts
+from core.data.scan import PartResult, ScanContext, paused_gc, scan_records, severity_of_key_change
+from core.data.schema import ALPACA, UNKNOWN, Schema, detect_schema
+from core.data.stats import DatasetStats, StatsAccumulator, build_stats
 from core.i18n import _
 
 SCHEMA_SAMPLE_ROWS = 200
@@ -89,7 +89,7 @@ class LintReport:
 def sample_rows(probe: FileProbe, limit: int = SCHEMA_SAMPLE_ROWS) -> list:
     import orjson
 
-    from core.dataset.diagnose import diagnose
+    from core.data.json_repair import diagnose
 
     rows = []
     for rec in iter_records(probe, ReadNotes()):
@@ -250,7 +250,7 @@ def lint_file(path: str | os.PathLike, options: LintOptions | None = None,
 
     near = None
     if opts.near_dups:
-        from core.dataset.neardup import find_near_duplicates
+        from core.data.neardup import find_near_duplicates
 
         pairs = find_near_duplicates(probe, schema, skip_lines=dup_lines, progress=progress)
         near = len(pairs)
@@ -259,7 +259,7 @@ def lint_file(path: str | os.PathLike, options: LintOptions | None = None,
                 "L{line}: ~{j} similar to L{other}; keep one of them", line=line, j=f"{j:.2f}", other=other)))
     token_source = "estimate"
     if opts.tokenizer:
-        from core.dataset.tokens import count_tokens
+        from core.data.tokens import count_tokens
 
         counted = count_tokens(probe, schema, opts.tokenizer, opts.cutoff_len, progress=progress)
         merged.stats.tokens = counted.histogram

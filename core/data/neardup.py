@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterable
 
-from core.dataset.reader import FileProbe, ReadNotes, iter_records
-from core.dataset.schema import Schema, check_row
+from core.data.reader import FileProbe, ReadNotes, iter_records
+from core.data.schema import Schema, check_row
 
 NUM_PERM = 64
 BANDS, ROWS_PER_BAND = 8, 8  # LSH threshold ≈ (1/8)^(1/8) ≈ 0.77
@@ -49,7 +49,7 @@ def find_near_duplicates(probe: FileProbe, schema: Schema, *, skip_lines: Iterab
     """(line, earlier similar line, estimated Jaccard) for each near duplicate, in file order."""
     import orjson
 
-    from core.dataset.diagnose import diagnose
+    from core.data.json_repair import diagnose
 
     hasher = MinHasher()
     np = hasher.np
@@ -60,7 +60,7 @@ def find_near_duplicates(probe: FileProbe, schema: Schema, *, skip_lines: Iterab
     found: list[tuple[int, int, float]] = []
     for n, rec in enumerate(iter_records(probe, ReadNotes())):
         if progress and n % 2000 == 0:
-            from core.dataset.lint import LintProgress
+            from core.data.lint import LintProgress
 
             progress(LintProgress("near-duplicates", n, 0))
         if rec.line in skip:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import sys
 
-from core.envvars import env_restored
+from core.processes.environment import env_restored
 
 _LIMITS = ("OPENBLAS_NUM_THREADS",)
 

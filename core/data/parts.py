@@ -21,14 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from core.dataset import fingerprints
-from core.dataset.fastblock import c_passes
-from core.dataset.hotloop import scan_jsonl_part
-from core.dataset.npimport import numpy_or_none
-from core.dataset.scan import PartResult, ScanContext, relocate
-from core.dataset.schema import Schema
-from core.dataset.stats import StatsAccumulator
-from core.envvars import env_restored
+from core.data import fingerprints
+from core.data.fastblock import c_passes
+from core.data.hotloop import scan_jsonl_part
+from core.data.npimport import numpy_or_none
+from core.data.scan import PartResult, ScanContext, relocate
+from core.data.schema import Schema
+from core.data.stats import StatsAccumulator
+from core.processes.environment import env_restored
 
 MIN_PART_BYTES = 4 << 20  # below this a file is scanned in one process whatever --jobs says
 TAIL_SHARE = 4  # the last 1/TAIL_SHARE of the file is handed out in chunks to whichever process is free

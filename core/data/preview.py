@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from core.dataset.encoding import decode_line
-from core.dataset.index import LineIndex, head_lines
-from core.dataset.reader import JSONL, ReadNotes, iter_records, probe_file
-from core.dataset.schema import ALPACA, Schema, detect_schema
+from core.data.encoding import decode_line
+from core.data.index import LineIndex, head_lines
+from core.data.reader import JSONL, ReadNotes, iter_records, probe_file
+from core.data.schema import ALPACA, Schema, detect_schema
 from core.i18n import _
 
 RECORD_CACHE_BYTES = 64 << 20
@@ -76,7 +76,7 @@ def parse_line(line: int, raw: bytes) -> PreviewRow:
     try:
         return PreviewRow(line, text, orjson.loads(text.encode("utf-8", "surrogatepass")))
     except orjson.JSONDecodeError as exc:
-        from core.dataset.diagnose import diagnose
+        from core.data.json_repair import diagnose
 
         d = diagnose(text.encode("utf-8", "surrogatepass"), line)
         if d.values and len(d.values) == 1:
@@ -99,7 +99,7 @@ class Preview:
     @property
     def schema(self) -> Schema:
         if self._schema is None:
-            from core.dataset.lint import sample_rows
+            from core.data.lint import sample_rows
 
             s = detect_schema(v for _r, v in sample_rows(self.probe, 100))
             self._schema = s if s.kind != "unknown" else Schema()

@@ -7,7 +7,7 @@ JSON value with the 1-based line where it starts and its text as UTF-8 bytes, re
 - JSON Lines: CRLF, blank lines, a missing final newline and a BOM are noted in `ReadNotes`, never fatal;
   lines that are not UTF-8 are decoded as GB18030 when that works (and noted), else with bad bytes replaced.
 - a JSON array, pretty or on one line, or pretty objects back to back: elements are found with the C JSON
-  scanner and, when an element is broken, a tolerant bracket scanner (`core.dataset.jsonvalues`); memory
+  scanner and, when an element is broken, a tolerant bracket scanner (`core.data.jsonvalues`); memory
   holds one buffer, not the file.
 - UTF-16 files are decoded incrementally.
 
@@ -22,59 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from core.dataset.encoding import BOM_UTF8, GB18030, UTF8, EncodingGuess, decode_line, guess_encoding
+from core.data.encoding import (BOM_UTF8, GB18030, UTF8, CountingErrors, EncodingGuess, decode_line, guess_encoding,
+                                 iter_text_chunks)
+from core.data.jsonvalues import iter_json_values
+from core.data.records import (BLOCK, CSV, EMPTY, JSON_ARRAY, JSON_STREAM, JSONL, MAX_ELEMENT_CHARS, TEXT,  # noqa: F401
+                               FileProbe, ReadNotes, Record)
 from core.i18n import _
-
-BLOCK = 1 << 20
-TEXT_CHUNK = 4 << 20
-MAX_ELEMENT_CHARS = 512 << 20  # an element larger than this is cut and reported as truncated
-
-JSONL, JSON_ARRAY, JSON_STREAM, TEXT, CSV, EMPTY = "jsonl", "json-array", "json-stream", "text", "csv", "empty"
-
-
-@dataclass(slots=True)
-class Record:
-    line: int  # 1-based line where the value starts
-    raw: bytes  # the value's text as UTF-8 (no line terminator, no BOM)
-    offset: int = -1  # byte offset in the file when the file is UTF-8, else -1
-    decoded: str = UTF8  # utf-8 | gb18030 | utf-16 | invalid (bad bytes were replaced)
-
-
-@dataclass
-class ReadNotes:
-    """What the reader saw about the file as a whole (lint turns these into findings)."""
-
-    bom: bool = False
-    crlf_lines: int = 0
-    first_crlf_line: int = 0
-    blank_lines: list[int] = field(default_factory=list)
-    blank_line_count: int = 0
-    final_newline: bool = True
-    last_line: int = 0
-    transcoded_lines: int = 0  # lines decoded as GB18030
-    first_transcoded_line: int = 0
-    invalid_lines: int = 0  # lines with bytes that are neither UTF-8 nor GB18030
-    first_invalid_line: int = 0
-    array_trailing_comma: tuple[int, int] | None = None  # (line, column) of `,]`
-    syntax: list[tuple[int, int, str]] = field(default_factory=list)  # (line, col, message) between values
-    lines: int = 0  # physical lines in the file
-
-    MAX_BLANK_KEPT = 10000
-
-    def blank(self, line: int) -> None:
-        self.blank_line_count += 1
-        if len(self.blank_lines) < self.MAX_BLANK_KEPT:
-            self.blank_lines.append(line)
-
-
-@dataclass(frozen=True)
-class FileProbe:
-    path: Path
-    size: int
-    encoding: EncodingGuess
-    layout: str  # jsonl | json-array | json-stream | text | csv | empty
-    first_line: str  # the first non-blank line, shortened (for messages)
-
 
 def _first_text(path: Path, enc: EncodingGuess, limit: int = 64 * 1024) -> str:
     with open(path, "rb") as fh:
@@ -186,43 +139,9 @@ def _jsonl_line(raw: bytes, line_no: int, offset: int, notes: ReadNotes) -> Iter
 
 # ---------------------------------------------------------------- decoded text (UTF-16, arrays, streams)
 
-class _CountingErrors:
-    """A codec error handler that replaces bad bytes and remembers that it had to."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.name = f"devtune-count-{id(self)}"
-        codecs.register_error(self.name, self)
-
-    def __call__(self, exc: UnicodeDecodeError):
-        self.count += 1
-        return "\ufffd", exc.end
-
-
-def iter_text_chunks(path: Path, enc: EncodingGuess, errors_handler: _CountingErrors | None = None,
-                     chunk: int = TEXT_CHUNK) -> Iterator[str]:
-    codec = enc.python_codec
-    if codec == GB18030:
-        codec = "gb18030"
-    errors = errors_handler.name if errors_handler else "replace"
-    decoder = codecs.getincrementaldecoder(codec)(errors=errors)
-    with open(path, "rb") as fh:
-        first = True
-        while True:
-            raw = fh.read(chunk)
-            text = decoder.decode(raw, final=not raw)
-            if first:
-                text = text.lstrip("\ufeff") if enc.bom else text
-                first = False
-            if text:
-                yield text
-            if not raw:
-                return
-
-
 def iter_text_lines(path: Path, enc: EncodingGuess, notes: ReadNotes) -> Iterator[tuple[int, str]]:
     """(line number, text) of every line of a decoded file, CR stripped; notes CRLF and the final newline."""
-    handler = _CountingErrors()
+    handler = CountingErrors()
     pending = ""
     line_no = 0
     for text in iter_text_chunks(path, enc, handler):
@@ -260,8 +179,6 @@ def iter_records(probe: FileProbe, notes: ReadNotes | None = None) -> Iterator[R
     notes = notes if notes is not None else ReadNotes()
     enc = probe.encoding
     if probe.layout in (JSON_ARRAY, JSON_STREAM):
-        from core.dataset.jsonvalues import iter_json_values
-
         yield from iter_json_values(probe.path, enc, notes, array=probe.layout == JSON_ARRAY)
     elif probe.layout == EMPTY:
         return
@@ -270,12 +187,3 @@ def iter_records(probe: FileProbe, notes: ReadNotes | None = None) -> Iterator[R
         yield from iter_decoded_jsonl(probe.path, enc, notes)
     else:
         yield from iter_jsonl_records(probe.path, notes)
-
-
-def __getattr__(name: str):
-    """The JSON-value scanner lives in core.dataset.jsonvalues (imported on first use)."""
-    if name in ("find_value_end", "iter_json_values"):
-        from core.dataset import jsonvalues
-
-        return getattr(jsonvalues, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

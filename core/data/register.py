@@ -1,6 +1,6 @@
 """Register a dataset in `<dataset_dir>/dataset_info.json` (add or update one entry, keep the others,
 atomically), check the registry's entries (table A4 rule 14), and save the Data step's summary for the
-later steps (`core.dataset.summary`).
+later steps (`core.data.summary`).
 
 dataset_info.json is written with `ensure_ascii=True`: LLaMA-Factory opens it without an encoding, so
 on a zh-CN Windows (cp936) non-ASCII UTF-8 would not read back.
@@ -14,10 +14,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.atomicfile import write_atomic
-from core.dataset.findings import ERROR, WARNING, Finding, finding
-from core.dataset.lint import LintOptions, LintReport, lint_file
-from core.dataset.summary import DatasetSummary, save_summary
+from core.files.atomic import write_atomic
+from core.data.findings import ERROR, WARNING, Finding, finding
+from core.data.lint import LintOptions, LintReport, lint_file
+from core.data.summary import DatasetSummary, save_summary
 from core.i18n import _
 
 INFO_FILE = "dataset_info.json"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from core.dataset.schema import ALPACA, Schema
+from core.data.schema import ALPACA, Schema
 
 EOS = "<eos>"
 BOS = "<bos>"

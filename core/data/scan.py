@@ -1,6 +1,6 @@
 """The lint scan of one part of a file: the exact per-row path (`Sink`), and the general loop for
 everything but UTF-8 JSON Lines (arrays, pretty objects, UTF-16, GB18030 files). The hot loop for
-UTF-8 JSON Lines is in `core.dataset.hotloop` and falls back to `Sink` for unusual rows.
+UTF-8 JSON Lines is in `core.data.hotloop` and falls back to `Sink` for unusual rows.
 
 A part is a byte range that starts at a line start, so `--jobs N` workers can each scan one. Line
 numbers inside a worker's part are relative; the messages carry them as `LineNo` markers that the merge
@@ -16,14 +16,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from core.dataset import content
-from core.dataset.diagnose import diagnose, duplicate_keys
-from core.dataset.findings import ERROR, INFO, NONE, Finding, finding
-from core.dataset.fingerprints import SPILL_AT_END, Fingerprints
-from core.dataset.prefilter import row_may_hit
-from core.dataset.reader import ReadNotes, Record
-from core.dataset.schema import ALPACA, RowView, Schema, check_row
-from core.dataset.stats import StatsAccumulator, cjk_chars, estimate_tokens
+from core.data import content
+from core.data.json_repair import diagnose, duplicate_keys
+from core.data.findings import ERROR, INFO, NONE, Finding, finding
+from core.data.fingerprints import SPILL_AT_END, Fingerprints
+from core.data.prefilter import row_may_hit
+from core.data.reader import ReadNotes, Record
+from core.data.schema import ALPACA, RowView, Schema, check_row
+from core.data.stats import StatsAccumulator, cjk_chars, estimate_tokens
 from core.i18n import _
 
 HF_CHUNK_BYTES = 10 << 20  # datasets' JSON builder infers the columns from the first 10 MiB
@@ -188,7 +188,7 @@ def valid_utf8(raw: bytes) -> bool:
 
 def non_utf8_line(sink: Sink, raw: bytes, line: int, offset: int, notes: ReadNotes, line_no: int) -> None:
     """A line of a UTF-8 file that is not UTF-8: GB18030 when that decodes it, else bad bytes replaced."""
-    from core.dataset.encoding import decode_line
+    from core.data.encoding import decode_line
 
     text, how = decode_line(raw)
     if how == "gb18030":

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from core.dataset.findings import CONFIRM, NONE, SAFE, Finding, finding
+from core.data.findings import CONFIRM, NONE, SAFE, Finding, finding
 from core.i18n import _
 
 ALPACA, SHAREGPT, MESSAGES, UNKNOWN = "alpaca", "sharegpt", "messages", "unknown"

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from core.dataset.reader import JSON_ARRAY, JSON_STREAM, JSONL, ReadNotes, iter_records, iter_text_lines, probe_file
-from core.dataset.schema import ALIASES, detect_schema
+from core.data.reader import JSON_ARRAY, JSON_STREAM, JSONL, ReadNotes, iter_records, iter_text_lines, probe_file
+from core.data.schema import ALIASES, detect_schema
 from core.i18n import _
 
 _TIME = re.compile(r"^\s*\[?\s*(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}[ T])?\d{1,2}:\d{2}(?::\d{2})?\s*\]?\s*")
@@ -161,8 +161,8 @@ def _pick_columns(header: list[str], columns: dict[str, str] | None, path: Path)
 def json_units(path: Path, kind: str) -> Iterator[Unit]:
     import orjson
 
-    from core.dataset.diagnose import diagnose
-    from core.dataset.lint import sample_rows
+    from core.data.json_repair import diagnose
+    from core.data.lint import sample_rows
 
     probe = probe_file(path)
     if probe.layout not in (JSONL, JSON_ARRAY, JSON_STREAM):

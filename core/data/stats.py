@@ -11,7 +11,7 @@ import sys
 from array import array
 from dataclasses import dataclass, field
 
-from core.dataset import native
+from core.data import native
 
 EXACT_CAP = 8192
 TEMPLATE_OVERHEAD = 8  # special tokens and role headers a chat template adds to one turn

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from core.atomicfile import write_atomic
+from core.files.atomic import write_atomic
 
 
 class DatasetSummary(BaseModel):

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from core.dataset.findings import Finding, finding
-from core.dataset.reader import FileProbe, ReadNotes, iter_records
-from core.dataset.schema import Schema, check_row
-from core.dataset.stats import TEMPLATE_OVERHEAD, Histogram
+from core.data.findings import Finding, finding
+from core.data.reader import FileProbe, ReadNotes, iter_records
+from core.data.schema import Schema, check_row
+from core.data.stats import TEMPLATE_OVERHEAD, Histogram
 from core.i18n import _
 
 BATCH = 512
@@ -57,7 +57,7 @@ def count_tokens(probe: FileProbe, schema: Schema, tokenizer: str, cutoff_len: i
                  progress: Callable | None = None) -> TokenCount:
     import orjson
 
-    from core.dataset.diagnose import diagnose
+    from core.data.json_repair import diagnose
 
     encode = load_encoder(tokenizer)
     result = TokenCount(Histogram())
@@ -90,7 +90,7 @@ def count_tokens(probe: FileProbe, schema: Schema, tokenizer: str, cutoff_len: i
         if len(text_batch) >= BATCH:
             flush()
             if progress:
-                from core.dataset.lint import LintProgress
+                from core.data.lint import LintProgress
 
                 progress(LintProgress("tokens", n, 0))
     if text_batch:

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.atomicfile import write_new
+from core.files.atomic import write_new
 from core.i18n import _
 
 MACHINE_FILE = "machine.json"

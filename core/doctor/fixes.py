@@ -1,5 +1,5 @@
 """The exact commands the doctor proposes, built from what it saw (the user's name, the venv's
-python, the detected ROCm). The PyTorch index rules are core.torch_build's, shared with set-up."""
+python, the detected ROCm). The PyTorch index rules are core.setup.torch_build's, shared with set-up."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import shlex
 
 from core.doctor.evidence import Evidence
 from core.doctor.facts import facts
-from core.torch_build import Hardware, choose_torch
+from core.setup.torch_build import Hardware, choose_torch
 
 
 def user(ev: Evidence) -> str:

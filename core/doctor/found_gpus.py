@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from core.atomicfile import write_atomic
+from core.files.atomic import write_atomic
 from core.doctor.evidence import Evidence
 from core.doctor.facts import facts
 

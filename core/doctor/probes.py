@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from core.doctor.commands import run_command
+from core.doctor.hf_cache import hf_cache_dir
+from core.doctor.planned_model import planned_model
 from core.doctor.scripts import PACKAGES_PROBE, SERVE_PROBE, TORCH_PROBE
 
 # Environment variables the verdicts read. Values of secrets are never kept.
@@ -34,7 +36,7 @@ ROCM_TOOLS = ("rocminfo", "amd-smi", "rocm-smi", "hipcc", "hipconfig")
 class DoctorContext:
     """Where to look: the workspace, the two Python environments, the process environment."""
 
-    workspace: Any = None  # core.workspace.Workspace | None
+    workspace: Any = None  # core.workspace.layout.Workspace | None
     train_python: str = field(default_factory=lambda: sys.executable)
     serve_python: str | None = None
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
@@ -189,15 +191,6 @@ def probe_which(ctx: DoctorContext) -> dict:
     return {"which": on_path, "paths": {"off_path_tools": off_path}}
 
 
-def hf_cache_dir(env: Mapping[str, str]) -> str:
-    if env.get("HF_HUB_CACHE"):
-        return env["HF_HUB_CACHE"]
-    if env.get("HF_HOME"):
-        return os.path.join(env["HF_HOME"], "hub")
-    cache = env.get("XDG_CACHE_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".cache")
-    return os.path.join(cache, "huggingface", "hub")
-
-
 def probe_storage(ctx: DoctorContext) -> dict:
     import tempfile
 
@@ -231,7 +224,6 @@ def _nearest_existing(path: str) -> str:
 
 
 def probe_plan(ctx: DoctorContext) -> dict:
-    from core.doctor.plan import planned_model
 
     return {"plan": planned_model(ctx.workspace, ctx.env)}
 

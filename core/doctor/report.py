@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from core.atomicfile import FileExistsRefused, write_new
+from core.files.atomic import FileExistsRefused, write_new
 from core.doctor.evidence import Evidence
 from core.doctor.model import FAIL, OK, SKIP, WARN, DoctorReport, category_title, status_label
 from core.i18n import _

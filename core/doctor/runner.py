@@ -18,7 +18,8 @@ from typing import Callable, Iterable, Iterator
 from core.doctor.evidence import Evidence
 from core.doctor.model import DoctorCheck, DoctorReport
 from core.doctor.probes import PROBES_BY_NAME, DoctorContext, Probe
-from core.doctor.registry import Verdict, all_verdicts
+from core.doctor.registry import all_verdicts
+from core.doctor.verdict import Verdict
 
 GRACE_SECONDS = 3.0  # past a probe's own timeout before the runner stops waiting for it
 POLL_SECONDS = 0.25  # how often a stoppable run looks at `should_stop`
@@ -127,7 +128,7 @@ def _run_probe(probe: Probe, ctx: DoctorContext, results: queue.Queue) -> None:
 
 def build_report(ev: Evidence, checks: list[DoctorCheck]) -> DoctorReport:
     from core.doctor.facts import facts
-    from core.doctor.machine import machine_summary
+    from core.doctor.checks.machine import machine_summary
 
     try:
         kind, summary = facts(ev).kind, machine_summary(ev)

@@ -5,7 +5,7 @@ Every user-facing string goes through `_()`: the English text is the key, placeh
 
     _("L{line}: duplicate of L{other}", line=12, other=3)
 
-Catalogs live in `core/locales/{en,zh}.json`. The language follows `--lang` (which sets
+Catalogs live in `core/i18n/locales/{en,zh}.json`. The language follows `--lang` (which sets
 DEVTUNE_LANG), else LC_ALL / LC_MESSAGES / LANG: anything starting with "zh" means Chinese.
 tests/core/test_i18n.py extracts every literal `_()` key from the source and fails when one is
 missing from either catalog.

@@ -4,7 +4,7 @@
 decides the merge: a LoRA/QLoRA adapter merges onto the unquantized base; a full or freeze run is
 re-saved as is. `start_export` writes `configs/merge.yaml` (LLaMA-Factory's export YAML; a person's
 own or edited file is never replaced unless asked) and launches `llamafactory-cli export
-configs/merge.yaml` through core.runs (kind "export", cwd = the workspace), so it survives SSH drops.
+configs/merge.yaml` through core.train.runs (kind "export", cwd = the workspace), so it survives SSH drops.
 `export_progress` maps the export's log lines (LLaMA-Factory's INFO lines, the "Loading weights"
 and "Writing model shards" tqdm bars) to stages.
 """
@@ -18,10 +18,10 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.atomicfile import write_atomic
+from core.files.atomic import write_atomic
 from core.i18n import _
-from core.runs import status_label, RunRecord, RunStatus, find_run, list_runs, read_record, refresh, run_dir, start_run
-from core.workspace import Workspace
+from core.train.runs import status_label, RunRecord, RunStatus, find_run, list_runs, read_record, refresh, run_dir, start_run
+from core.workspace.layout import Workspace
 
 MERGE_YAML = "configs/merge.yaml"
 MARKER = "# written by devtune merge; sha256:"

@@ -4,7 +4,7 @@
   them), a tokenizer, generation_config.json.
 - Chat template: the probe conversations rendered with the exported tokenizer's chat template (what
   vLLM will send to the model) against LLaMA-Factory's template of the run (what training saw,
-  computed by core.export_probe in the training environment and cached). A difference is the classic
+  computed by core.merge.export_probe in the training environment and cached). A difference is the classic
   "vLLM answers differently from llamafactory chat"; the fix is written next to the report:
   LLaMA-Factory's template as a Jinja file that `devtune serve` passes to vLLM's --chat-template.
 - Numbers (models up to NUMERIC_MAX_BYTES of weights): the merged model's logits on a probe prompt
@@ -25,11 +25,11 @@ from typing import Callable
 
 from pydantic import BaseModel, Field
 
-from core.atomicfile import write_atomic
-from core.chat_template import (TemplateRenderError, first_difference, read_chat_template, render_probes,
+from core.files.atomic import write_atomic
+from core.merge.chat_template import (TemplateRenderError, first_difference, read_chat_template, render_probes,
                                 special_tokens)
 from core.i18n import _
-from core.workspace import Workspace
+from core.workspace.layout import Workspace
 
 NUMERIC_MAX_BYTES = 2 * 1024**3
 TOLERANCE = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 4e-2}  # max |Δlogit| / max |logit|
@@ -41,7 +41,7 @@ def verdict_label(verdict: str) -> str:
     return {OK: _("ok"), WARN: _("warning"), FAIL: _("error")}.get(verdict, verdict)
 
 
-class Finding(BaseModel):
+class ExportFinding(BaseModel):
     level: str  # ok | warning | error
     what: str
     detail: str = ""
@@ -72,7 +72,7 @@ class ExportReport(BaseModel):
     export_dir: str
     run_id: str | None = None
     checked: float = Field(default_factory=time.time)
-    findings: list[Finding] = Field(default_factory=list)
+    findings: list[ExportFinding] = Field(default_factory=list)
     template: TemplateCheck | None = None
     numeric: NumericCheck | None = None
 
@@ -118,35 +118,35 @@ def weight_files(d: Path) -> tuple[list[Path], list[str]]:
     return files, problems
 
 
-def check_files(export_dir: Path) -> list[Finding]:
+def check_files(export_dir: Path) -> list[ExportFinding]:
     d = Path(export_dir)
     if not d.is_dir():
-        return [Finding(level=FAIL, what=_("merged folder"), detail=_("{dir} does not exist", dir=str(d)),
+        return [ExportFinding(level=FAIL, what=_("merged folder"), detail=_("{dir} does not exist", dir=str(d)),
                         fix=_("run `devtune merge` first"))]
-    out: list[Finding] = []
-    out.append(Finding(level=OK, what="config.json") if (d / "config.json").is_file() else
-               Finding(level=FAIL, what="config.json", detail=_("missing: no server can load the model"),
+    out: list[ExportFinding] = []
+    out.append(ExportFinding(level=OK, what="config.json") if (d / "config.json").is_file() else
+               ExportFinding(level=FAIL, what="config.json", detail=_("missing: no server can load the model"),
                        fix=_("re-run the export")))
     files, problems = weight_files(d)
     if problems:
-        out.append(Finding(level=FAIL, what=_("weights"), detail="; ".join(problems), fix=_("re-run the export")))
+        out.append(ExportFinding(level=FAIL, what=_("weights"), detail="; ".join(problems), fix=_("re-run the export")))
     elif not files:
-        out.append(Finding(level=FAIL, what=_("weights"), detail=_("no *.safetensors or *.bin weights"),
+        out.append(ExportFinding(level=FAIL, what=_("weights"), detail=_("no *.safetensors or *.bin weights"),
                            fix=_("re-run the export")))
     else:
         size = sum(f.stat().st_size for f in files)
         legacy = any(f.suffix == ".bin" for f in files)
-        out.append(Finding(level=WARN if legacy else OK, what=_("weights"),
+        out.append(ExportFinding(level=WARN if legacy else OK, what=_("weights"),
                            detail=_("{n} file(s), {mb:.1f} MB", n=len(files), mb=size / 1e6)
                            + (_("; legacy .bin format") if legacy else ""),
                            fix=_("export with export_legacy_format: false") if legacy else ""))
     tokenizer = [n for n in ("tokenizer.json", "tokenizer.model", "vocab.json", "tiktoken.model")
                  if (d / n).is_file()]
-    out.append(Finding(level=OK, what=_("tokenizer"), detail=", ".join(tokenizer)) if tokenizer else
-               Finding(level=FAIL, what=_("tokenizer"), detail=_("no tokenizer files"),
+    out.append(ExportFinding(level=OK, what=_("tokenizer"), detail=", ".join(tokenizer)) if tokenizer else
+               ExportFinding(level=FAIL, what=_("tokenizer"), detail=_("no tokenizer files"),
                        fix=_("copy the base model's tokenizer files into the folder, or re-run the export")))
-    out.append(Finding(level=OK, what="generation_config.json") if (d / "generation_config.json").is_file() else
-               Finding(level=WARN, what="generation_config.json",
+    out.append(ExportFinding(level=OK, what="generation_config.json") if (d / "generation_config.json").is_file() else
+               ExportFinding(level=WARN, what="generation_config.json",
                        detail=_("missing: servers fall back to their own sampling defaults and stop tokens"),
                        fix=_("copy generation_config.json from the base model")))
     return out
@@ -173,8 +173,8 @@ def _lf_version() -> str:
 
 
 def _run_probe(args: list[str], timeout: float = 600) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "core.export_probe", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=Path(__file__).resolve().parent.parent)
+    proc = subprocess.run([sys.executable, "-m", "core.merge.export_probe", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=Path(__file__).resolve().parents[2])
     marker = "@@devtune-json@@"
     if proc.returncode != 0 or marker not in proc.stdout:
         tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-6:])
@@ -184,7 +184,7 @@ def _run_probe(args: list[str], timeout: float = 600) -> dict:
 
 def lf_reference(ws: Workspace, tokenizer_dir: Path, template: str) -> dict:
     """LLaMA-Factory's rendering of the probes, cached by tokenizer files, template and version."""
-    from core.chat_template import PROBES
+    from core.merge.chat_template import PROBES
 
     key = hashlib.sha256(json.dumps([_tokenizer_fingerprint(tokenizer_dir), template, _lf_version(),
                                      PROBES], ensure_ascii=False).encode()).hexdigest()[:32]
@@ -215,24 +215,24 @@ def compare_templates(reference: dict, chat_template: str | None, tokens: dict[s
 
 
 def check_template(ws: Workspace, export_dir: Path, template: str | None, tokenizer_dir: Path | None = None
-                   ) -> tuple[TemplateCheck, Finding]:
+                   ) -> tuple[TemplateCheck, ExportFinding]:
     source = read_chat_template(export_dir)
     if not template:
         note = _("the run names no LLaMA-Factory template, so it trained with the tokenizer's own chat template")
         return (TemplateCheck(template=None, source=source.file, match=None, note=note),
-                Finding(level=OK if source.text else WARN, what=_("chat template"), detail=note,
+                ExportFinding(level=OK if source.text else WARN, what=_("chat template"), detail=note,
                         fix="" if source.text else _("pass --chat-template when serving")))
     try:
         reference = lf_reference(ws, Path(tokenizer_dir or export_dir), template)
     except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
         note = _("LLaMA-Factory's template {name} could not be rendered: {error}", name=template, error=str(exc))
         return (TemplateCheck(template=template, source=source.file, match=None, note=note),
-                Finding(level=WARN, what=_("chat template"), detail=note))
+                ExportFinding(level=WARN, what=_("chat template"), detail=note))
     tokens = special_tokens(export_dir)
     differences = compare_templates(reference, source.text, tokens)
     check = TemplateCheck(template=template, source=source.file, match=not differences, differences=differences)
     if not differences:
-        return check, Finding(level=OK, what=_("chat template"),
+        return check, ExportFinding(level=OK, what=_("chat template"),
                               detail=_("{file} renders exactly what training saw with template {name}",
                                        file=source.file, name=template))
     fixed = _write_fixed_template(ws, export_dir, reference, tokens)
@@ -250,7 +250,7 @@ def check_template(ws: Workspace, export_dir: Path, template: str | None, tokeni
         fix = _("serve with `devtune serve --backend llamafactory` (it formats prompts with template {name}), "
                 "or retrain with the template that matches the tokenizer's chat template", name=template)
     check.note = fix
-    return check, Finding(level=FAIL, what=_("chat template"), detail=detail, fix=fix)
+    return check, ExportFinding(level=FAIL, what=_("chat template"), detail=detail, fix=fix)
 
 
 def _write_fixed_template(ws: Workspace, export_dir: Path, reference: dict, tokens: dict[str, str]) -> str | None:
@@ -294,15 +294,15 @@ def check_numerics(ws: Workspace, base: str, adapter: str | None, merged: Path,
                         tolerance=tolerance, top1_agree=result["top1_agree"], stored_dtype=dtype)
 
 
-def numeric_finding(check: NumericCheck) -> Finding:
+def numeric_finding(check: NumericCheck) -> ExportFinding:
     if not check.ran:
-        return Finding(level=OK, what=_("merge numbers"), detail=check.note)
+        return ExportFinding(level=OK, what=_("merge numbers"), detail=check.note)
     detail = _("max |Δlogit| {diff:.2e} ({rel:.1e} of the largest logit; tolerance {tol:.0e} for {dtype}); "
                "same top token at {agree:.0%} of positions", diff=check.max_abs_diff, rel=check.relative,
                tol=check.tolerance, dtype=check.stored_dtype, agree=check.top1_agree)
     if check.ok:
-        return Finding(level=OK, what=_("merge numbers"), detail=detail)
-    return Finding(level=FAIL, what=_("merge numbers"), detail=detail,
+        return ExportFinding(level=OK, what=_("merge numbers"), detail=detail)
+    return ExportFinding(level=FAIL, what=_("merge numbers"), detail=detail,
                    fix=_("the merged model does not compute what base + adapter compute: check that the base model "
                          "is the one the adapter was trained on, and re-export"))
 
@@ -336,8 +336,8 @@ def check_export(ws: Workspace, export_dir: str | Path, *, template: str | None,
 def check_for_run(ws: Workspace, export_dir: str | Path, run_id: str | None = None, *, numeric: bool = True,
                   progress: Callable[[str], None] | None = None) -> ExportReport:
     """Check an export against the run it came from (the newest training run when none is given)."""
-    from core.export import plan_export
-    from core.runs import list_runs
+    from core.merge.export import plan_export
+    from core.train.runs import list_runs
 
     if run_id is None:
         previous = load_report(ws, export_dir)

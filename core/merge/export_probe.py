@@ -1,5 +1,5 @@
 """Measurements on a merged model that need the training stack, run in a subprocess of the training
-environment's Python (`python -m core.export_probe ...`, JSON on stdout), so that devtune itself never
+environment's Python (`python -m core.merge.export_probe ...`, JSON on stdout), so that devtune itself never
 imports torch, transformers or LLaMA-Factory:
 
 - `lf-render TOKENIZER TEMPLATE`: the exact prompt text LLaMA-Factory's template builds for each
@@ -20,7 +20,7 @@ PROBE_PROMPT = "How do I reset my password? 退款多久到账？"
 def lf_render(tokenizer_dir: str, template_name: str) -> dict:
     from transformers import AutoTokenizer
 
-    from core.chat_template import PROBES
+    from core.merge.chat_template import PROBES
     from llamafactory.data.template import get_template_and_fix_tokenizer
     from llamafactory.hparams import DataArguments
 
@@ -75,7 +75,7 @@ def main(argv: list[str]) -> int:
     elif len(argv) == 4 and argv[0] == "logits":
         result = logits(argv[1], argv[2], argv[3])
     else:
-        print("usage: python -m core.export_probe lf-render TOKENIZER TEMPLATE | logits BASE ADAPTER MERGED",
+        print("usage: python -m core.merge.export_probe lf-render TOKENIZER TEMPLATE | logits BASE ADAPTER MERGED",
               file=sys.stderr)
         return 2
     sys.stdout.write("\n@@devtune-json@@" + json.dumps(result, ensure_ascii=False) + "\n")

@@ -8,7 +8,7 @@
 - `llamafactory`: `llamafactory-cli api <yaml>` (huggingface backend) from the training environment,
   for machines without vLLM. Its host defaults to 0.0.0.0, so API_HOST is always set.
 
-Nothing here starts a process (core.serve does) or imports vLLM.
+Nothing here starts a process (core.serve.servers does) or imports vLLM.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from core.i18n import _
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BACKENDS = ("vllm", "llamafactory")
 VLLM_MODULE = "vllm.entrypoints.openai.api_server"
 CPU_KVCACHE_GIB = "1"

@@ -5,7 +5,7 @@ answer's statistics: time to first token (the first non-empty content delta), to
 rate. `Conversation` keeps the multi-turn history. `curl_command` writes the same request as a
 `curl` line that reads the API key from its file, so the key itself is never printed.
 
-httpx is imported inside functions: importing core.chat costs nothing.
+httpx is imported inside functions: importing core.serve.chat costs nothing.
 """
 
 from __future__ import annotations

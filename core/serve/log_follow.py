@@ -1,14 +1,14 @@
 """New complete lines of a few log files since the last look: a server's stdout/stderr while it
 loads, an export's while it runs. tqdm's carriage returns count as line ends; a partial last line
 waits for its end. Polled by the caller; nothing here blocks. Reading by offset (and starting over
-when a file is truncated or replaced) is core.filetail's."""
+when a file is truncated or replaced) is core.files.tail's."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from core.filetail import FileTail
+from core.files.tail import FileTail
 
 LINE_END = re.compile(rb"\r\n|\r|\n")
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.i18n import _
-from core.serve_backends import BACKENDS, ServeOptions, serve_env
-from core.workspace import Workspace
+from core.serve.backends import BACKENDS, ServeOptions, serve_env
+from core.workspace.layout import Workspace
 
 
 class ServePlanError(Exception):
@@ -51,7 +51,7 @@ def plan_server(ws: Workspace, model: str | None = None, *, backend: str | None 
                 chat_template: str | None = None, template: str | None = None,
                 trust_remote_code: bool = False) -> tuple[ServeOptions, list[str]]:
     """The server's options and notes for the person. Nothing is started."""
-    from core.export_check import load_report
+    from core.merge.export_check import load_report
 
     notes: list[str] = []
     model = model or default_model(ws)

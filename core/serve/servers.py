@@ -26,13 +26,13 @@ from typing import Callable
 
 from pydantic import BaseModel, Field
 
-from core.atomicfile import write_atomic
+from core.files.atomic import write_atomic
 from core.i18n import _
-from core.log_follow import LogFollower
-from core.procgroup import end_group, leader_is, reap
-from core.runs import ProcessRef
-from core.serve_backends import ServeOptions, display_command, launch_plan, vllm_serve_command
-from core.workspace import Workspace
+from core.serve.log_follow import LogFollower
+from core.processes.groups import end_group, leader_is, reap
+from core.train.runs import ProcessRef
+from core.serve.backends import ServeOptions, display_command, launch_plan, vllm_serve_command
+from core.workspace.layout import Workspace
 
 STARTING, READY, FAILED, STOPPED, EXITED = "starting", "ready", "failed", "stopped", "exited"
 LIVE = (STARTING, READY)
@@ -348,14 +348,14 @@ def find_server(ws: Workspace, ref: str | None = None) -> ServerRecord:
 
 
 def endpoint(ws: Workspace, record: ServerRecord):
-    from core.chat import Endpoint
+    from core.serve.chat import Endpoint
 
     return Endpoint(url=record.url, model=record.served_name, api_key=read_api_key(ws, record), label=record.id)
 
 
 def equivalent_commands(ws: Workspace, record: ServerRecord) -> dict[str, str]:
     """`vllm serve ...` (vLLM backend), the exact command devtune ran, and a `curl` to try it."""
-    from core.chat import ChatParams, Endpoint, build_messages, curl_command
+    from core.serve.chat import ChatParams, Endpoint, build_messages, curl_command
 
     key_var = "VLLM_API_KEY" if record.backend == "vllm" else "API_KEY"
     out = {"run": display_command(record.argv, record.env, record.api_key_file, key_var)}

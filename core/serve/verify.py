@@ -8,7 +8,7 @@ when it has one, is the held-out split: asked and scored too, but not part of th
 is not expected to recite answers it never saw).
 
 Each answer is asked greedily (temperature 0) and scored with chrF against the expected output
-(core.similarity; docs/verify.md explains the measure and the thresholds, measured on the tiny
+(core.serve.similarity; docs/verify.md explains the measure and the thresholds, measured on the tiny
 model trained vs. untrained).
 """
 
@@ -22,8 +22,8 @@ from typing import Callable
 from pydantic import BaseModel, Field
 
 from core.i18n import _
-from core.similarity import similarity
-from core.workspace import Workspace
+from core.serve.similarity import similarity
+from core.workspace.layout import Workspace
 
 PASS_SCORE = 0.5  # an answer counts as "taught" at chrF >= 0.5
 VERDICT_SCORE = 0.6  # and the model passes when its mean chrF over training questions reaches 0.6
@@ -177,7 +177,7 @@ def pick(questions: list[Question], n: int) -> list[Question]:
 
 def run_questions(ws: Workspace, run_ref: str | None = None, *, n: int = DEFAULT_N) -> list[Question]:
     """`n` training questions of the run (+ up to `n` held-out ones from its eval_dataset)."""
-    from core.export import find_train_run, read_train_facts
+    from core.merge.export import find_train_run, read_train_facts
 
     run = find_train_run(ws, run_ref)
     facts = read_train_facts(ws, run)
@@ -195,7 +195,7 @@ def run_questions(ws: Workspace, run_ref: str | None = None, *, n: int = DEFAULT
 
 def run_of_server(ws: Workspace, record) -> str | None:
     """The training run behind a served export (from its check report), when devtune merged it."""
-    from core.export_check import load_report
+    from core.merge.export_check import load_report
 
     report = load_report(ws, ws.abs(record.model))
     return report.run_id if report else None
@@ -206,7 +206,7 @@ def _max_tokens(expected: str) -> int:
 
 
 def ask(endpoint, question: Question, *, client=None, timeout: float = 300.0) -> QuestionResult:
-    from core.chat import ChatError, ChatParams, build_messages, complete
+    from core.serve.chat import ChatError, ChatParams, build_messages, complete
 
     params = ChatParams(system=question.system, temperature=0.0, top_p=1.0, max_tokens=_max_tokens(question.expected))
     messages = build_messages(question.prompt, system=question.system, history=question.history)

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Callable
 
 from core.i18n import _
-from core.workspace import Workspace
+from core.workspace.layout import Workspace
 
-SAMPLES_DIR = Path(__file__).resolve().parent.parent / "data"
+SAMPLES_DIR = Path(__file__).resolve().parents[2] / "data"
 SAMPLE_SUFFIXES = (".jsonl", ".json", ".txt", ".csv", ".tsv")
 
 
@@ -65,7 +65,7 @@ def seed_demo(ws: Workspace, *, with_model: bool = True,
         else:
             report.kept_edited.append(src.name)
     if with_model:
-        from core.tinymodel import TINY_NAME, build_tiny_model
+        from core.setup.tinymodel import TINY_NAME, build_tiny_model
 
         model_dir = ws.models_dir / TINY_NAME
         report.model_dir = model_dir

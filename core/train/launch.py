@@ -1,7 +1,7 @@
-"""Start `llamafactory-cli train` for the workspace's config as a detached run (core.runs).
+"""Start `llamafactory-cli train` for the workspace's config as a detached run (core.train.runs).
 
 The environment devtune adds (and records in run.json) is the config's launch environment
-(core.config.launch_env: FORCE_TORCHRUN, NPROC_PER_NODE, NNODES..., OMP_NUM_THREADS), plus:
+(core.config.files.launch_env: FORCE_TORCHRUN, NPROC_PER_NODE, NNODES..., OMP_NUM_THREADS), plus:
 
 - LLAMABOARD_ENABLED=1 and LLAMABOARD_WORKDIR=<output_dir>, so a graceful stop (SIGABRT) makes
   LLaMA-Factory stop after the step and save the adapter;
@@ -20,9 +20,9 @@ import sys
 from pathlib import Path
 
 from core.i18n import _
-from core.runs import RunRecord, list_runs, start_run
-from core.torch_build import detect_hardware
-from core.workspace import Workspace
+from core.train.runs import RunRecord, list_runs, start_run
+from core.setup.torch_build import detect_hardware
+from core.workspace.layout import Workspace
 
 
 class LaunchError(Exception):
@@ -52,7 +52,7 @@ def training_env(ws: Workspace, spec_env: dict[str, str], output_dir: str) -> di
 
 def launch_training(ws: Workspace, config_path: str | None = None) -> RunRecord:
     """Start the training run for `config_path` (default: the wizard's config) and return at once."""
-    from core.config import ConfigMissing, current_config_path, launch_argv, launch_env, load_spec
+    from core.config.files import ConfigMissing, current_config_path, launch_argv, launch_env, load_spec
 
     rel = ws.rel(config_path) if config_path else current_config_path(ws)
     try:

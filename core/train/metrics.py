@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from core.anomalies import Anomaly, AnomalyDetector
-from core.filetail import LineTail
-from core.train_output import LossDict, StderrTail, StdoutTail, TqdmProgress
+from core.train.anomalies import Anomaly, AnomalyDetector
+from core.files.tail import LineTail
+from core.train.output import LossDict, StderrTail, StdoutTail, TqdmProgress
 
 _DURATION = re.compile(r"^(?:(\d+) days?, )?(\d+):(\d{2}):(\d{2})(?:\.\d+)?$")
 

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.filetail import FileTail, LineTail
+from core.files.tail import FileTail, LineTail
 
 _DICT = re.compile(r"(\{'[A-Za-z_/]+': .*\})\s*$")
 _TQDM = re.compile(

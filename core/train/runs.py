@@ -7,7 +7,7 @@ A run lives in `.devtune/runs/<id>/`:
     stdout.log      the trainer's stdout     stderr.log   its stderr (tqdm)
     supervisor.log  the supervisor's own notes           gpu.jsonl    GPU samples (when a GPU exists)
 
-`start_run` launches `python -m core.supervisor <run dir>` in a new session and returns at once.
+`start_run` launches `python -m core.train.supervisor <run dir>` in a new session and returns at once.
 The supervisor starts the trainer (argv list, its own process group, output to files), waits for it
 and records how it ended — so the outcome is known even when no devtune was running at the time.
 devtune (TUI or CLI) only reads these files: quitting it, losing the terminal or `kill -9` of it
@@ -29,10 +29,10 @@ from typing import Iterator
 
 from pydantic import BaseModel, Field
 
-from core.atomicfile import write_atomic
+from core.files.atomic import write_atomic
 from core.i18n import _
-from core.procgroup import signal_group
-from core.workspace import Workspace
+from core.processes.groups import signal_group
+from core.workspace.layout import Workspace
 
 
 class RunStatus(str, Enum):
@@ -174,7 +174,7 @@ def start_run(ws: Workspace, argv: list[str], *, env: dict[str, str], label: str
         (directory / name).touch()
     with open(directory / "supervisor.log", "ab") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "core.supervisor", str(directory)],
+            [sys.executable, "-m", "core.train.supervisor", str(directory)],
             cwd=ws.root, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True, close_fds=True,
         )

@@ -1,6 +1,6 @@
-"""The supervisor of one detached run: `python -m core.supervisor <run dir>`.
+"""The supervisor of one detached run: `python -m core.train.supervisor <run dir>`.
 
-Started by core.runs.start_run in its own session (no controlling terminal: an SSH hang-up never
+Started by core.train.runs.start_run in its own session (no controlling terminal: an SSH hang-up never
 reaches it). It starts the trainer in its own process group with stdout/stderr to files, records
 the pids, samples the GPUs into gpu.jsonl while the trainer lives (when a GPU backend exists), waits,
 and writes how the run ended into run.json. It is the only process that reaps the trainer, so the
@@ -17,7 +17,7 @@ import threading
 import time
 from pathlib import Path
 
-from core.runs import ProcessRef, RunStatus, read_record, update_record
+from core.train.runs import ProcessRef, RunStatus, read_record, update_record
 
 
 def _status_for(exit_code: int, stop_requested: bool) -> RunStatus:
@@ -42,9 +42,9 @@ def _note_for(exit_code: int, stop_requested: bool) -> str:
 
 
 def _start_gpu_recorder(directory: Path, trainer_pid: int) -> threading.Thread | None:
-    """Sample GPUs into gpu.jsonl while the trainer lives, when core.gpu finds a backend."""
+    """Sample GPUs into gpu.jsonl while the trainer lives, when core.train.gpu finds a backend."""
     try:
-        from core.gpu.record import record_until  # type: ignore[attr-defined]
+        from core.train.gpu.record import record_until  # type: ignore[attr-defined]
     except ImportError:
         return None
 
@@ -92,7 +92,7 @@ def supervise(directory: Path) -> int:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        print("usage: python -m core.supervisor RUN_DIR", file=sys.stderr)
+        print("usage: python -m core.train.supervisor RUN_DIR", file=sys.stderr)
         return 2
     return supervise(Path(argv[0]))
 

@@ -11,11 +11,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.filetail import LineTail
+from core.files.tail import LineTail
 from core.i18n import _
-from core.metrics import MetricsPoller, ProgressSnapshot
-from core.runs import RunRecord, RunStatus, refresh, run_dir
-from core.workspace import Workspace
+from core.train.metrics import MetricsPoller, ProgressSnapshot
+from core.train.runs import RunRecord, RunStatus, refresh, run_dir
+from core.workspace.layout import Workspace
 
 TQDM_LINE = re.compile(r"^\s*(?:[\w ./-]*:\s*)?\d+%\|")
 
@@ -25,11 +25,11 @@ class RunUpdate:
     record: RunRecord
     snapshot: ProgressSnapshot
     metrics_changed: bool = False
-    anomalies: list = field(default_factory=list)  # new anomalies (core.anomalies.Anomaly)
+    anomalies: list = field(default_factory=list)  # new anomalies (core.train.anomalies.Anomaly)
     log_lines: list[str] = field(default_factory=list)  # new stdout/stderr lines (tqdm bars left out)
-    gpu_samples: list = field(default_factory=list)  # new core.gpu.sample.GpuSample
+    gpu_samples: list = field(default_factory=list)  # new core.train.gpu.sample.GpuSample
     gpu_status: dict | None = None  # gpu.status: backend, reason, state
-    diagnoses: list = field(default_factory=list)  # core.diagnose.Diagnosis, once the run failed
+    diagnoses: list = field(default_factory=list)  # core.train.failures.Diagnosis, once the run failed
     ended_now: bool = False  # the run ended between the previous poll and this one
 
 
@@ -43,7 +43,7 @@ class RunWatcher:
         self.poller = MetricsPoller(self.trainer_log, self.dir / "stdout.log", self.dir / "stderr.log")
         self._stdout = LineTail(self.dir / "stdout.log")
         self._stderr = LineTail(self.dir / "stderr.log")
-        from core.gpu.history import GpuHistoryTail
+        from core.train.gpu.history import GpuHistoryTail
 
         self._gpu = GpuHistoryTail(self.dir / "gpu.jsonl")
         self._was_active = self.record.active
@@ -70,7 +70,7 @@ class RunWatcher:
 
     def diagnose(self) -> list:
         """Diagnoses of the run's logs (empty when it finished well or was stopped on request)."""
-        from core.diagnose import diagnose_run
+        from core.train.failures import diagnose_run
 
         if self.record.status is RunStatus.FINISHED:
             return []

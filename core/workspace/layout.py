@@ -21,15 +21,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
 
-from core.atomicfile import write_atomic
-from core.state_peek import StepStatus  # noqa: F401  (re-exported: `from core.workspace import StepStatus`)
+from core.files.atomic import write_atomic
+from core.workspace.state_peek import StepStatus  # noqa: F401  (re-exported: `from core.workspace.layout import StepStatus`)
 
 if TYPE_CHECKING:
-    from core.state import WizardState
+    from core.workspace.state import WizardState
 
 # pydantic is imported with the state model, only when the state is loaded or saved: `devtune --help`
-# and the wizard's first frame do without it (core.state_peek reads the file with json alone).
-_LAZY = {"WizardState": "core.state", "StepRecord": "core.state", "SCHEMA_VERSION": "core.state"}
+# and the wizard's first frame do without it (core.workspace.state_peek reads the file with json alone).
+_LAZY = {"WizardState": "core.workspace.state", "StepRecord": "core.workspace.state", "SCHEMA_VERSION": "core.workspace.state"}
 
 
 def __getattr__(name: str):
@@ -37,7 +37,7 @@ def __getattr__(name: str):
         import importlib
 
         return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'core.workspace' has no attribute {name!r}")
+    raise AttributeError(f"module 'core.workspace.layout' has no attribute {name!r}")
 
 from core.i18n import _
 
@@ -145,7 +145,7 @@ class Workspace:
         """The saved state, or a fresh one. A state file that cannot be read is kept aside, not lost."""
         from pydantic import ValidationError
 
-        from core.state import SCHEMA_VERSION, WizardState
+        from core.workspace.state import SCHEMA_VERSION, WizardState
 
         try:
             raw = self.state_file.read_bytes()
@@ -180,7 +180,7 @@ class Workspace:
             try:
                 state = self.load_state()
             except StateUnreadable:
-                from core.state import WizardState
+                from core.workspace.state import WizardState
 
                 state = WizardState()  # the damaged file was kept aside by load_state
             mutate(state)

@@ -1,6 +1,6 @@
 """The wizard's state: `.devtune/state.json` as a pydantic model with a schema version.
 
-Loaded through core.workspace.Workspace.load_state (atomic writes, a lock, damaged files kept aside).
+Loaded through core.workspace.layout.Workspace.load_state (atomic writes, a lock, damaged files kept aside).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import time
 
 from pydantic import BaseModel, Field
 
-from core.state_peek import StepStatus
+from core.workspace.state_peek import StepStatus
 
 SCHEMA_VERSION = 1
 

@@ -1,7 +1,7 @@
 """A quick, read-only look at `.devtune/state.json` with the standard library alone.
 
 The wizard paints its first frame (the step bar with each step's state) from this, before pydantic
-and the full WizardState (core/state.py) are loaded in the background. Anything unreadable simply
+and the full WizardState (core/workspace/state.py) are loaded in the background. Anything unreadable simply
 reads as "not started".
 """
 

@@ -21,7 +21,7 @@ ROWS = [
 def register_dataset(ws, name: str = "support", rows: list[dict] | None = None, *, lint_errors: int = 0,
                      percentiles: dict[str, int] | None = None, summarise: bool = True) -> Path:
     """data/<name>_clean.jsonl registered in dataset_info.json, with the Data step's summary."""
-    from core.dataset.summary import DatasetSummary, save_summary
+    from core.data.summary import DatasetSummary, save_summary
 
     rows = ROWS if rows is None else rows
     file = ws.data_dir / f"{name}_clean.jsonl"

@@ -1,4 +1,4 @@
-"""core.chat against SSE streams recorded from the real servers (replayed over real HTTP by
+"""core.serve.chat against SSE streams recorded from the real servers (replayed over real HTTP by
 tests/fixtures/serve/replay_server.py); the live servers are in tests/e2e/test_merge_serve.py."""
 
 import shlex
@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from core.chat import (ChatDelta, ChatDone, ChatError, ChatParams, Conversation, Endpoint, build_messages, complete,
+from core.serve.chat import (ChatDelta, ChatDone, ChatError, ChatParams, Conversation, Endpoint, build_messages, complete,
                        curl_command, list_models, request_body, stream_chat)
 from tests.fixtures.serve.replay_server import serve_in_thread
 
@@ -94,7 +94,7 @@ def test_curl_command_reads_the_key_from_its_file_and_never_contains_it():
 
 
 def test_stats_rate_needs_two_tokens():
-    from core.chat import AnswerStats
+    from core.serve.chat import AnswerStats
 
     assert AnswerStats(ttft_s=0.1, total_s=1.1, tokens=11, tokens_exact=True, finish_reason="stop").tokens_per_s == 10
     assert AnswerStats(ttft_s=0.1, total_s=0.1, tokens=1, tokens_exact=True, finish_reason="stop").tokens_per_s is None

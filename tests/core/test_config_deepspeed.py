@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from core.deepspeed_config import describe_ds, ds_config, ds_filename, render_ds_json, stage_from_filename
+from core.config.deepspeed import describe_ds, ds_config, ds_filename, render_ds_json, stage_from_filename
 from tests.core.config_workspace import FIXTURES
 
 CASES = [(0, False), (2, False), (2, True), (3, False), (3, True)]

@@ -4,12 +4,12 @@ import json
 
 import pytest
 
-from core.atomicfile import FileExistsRefused
-from core.config import (ConfigMissing, launch_argv, launch_env, load_config, load_spec, node_commands,
+from core.files.atomic import FileExistsRefused
+from core.config.files import (ConfigMissing, launch_argv, launch_env, load_config, load_spec, node_commands,
                          render_deepspeed, render_yaml, save_config)
-from core.config_form import form_values, spec_from_form
-from core.presets import PRESETS, preset_spec
-from core.yaml_import import import_lf_args, load_lf_yaml_text
+from core.config.form import form_values, spec_from_form
+from core.config.presets import PRESETS, preset_spec
+from core.config.yaml_in import import_lf_args, load_lf_yaml_text
 
 
 @pytest.mark.parametrize("name", list(PRESETS))

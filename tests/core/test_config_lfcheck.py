@@ -7,13 +7,13 @@ import sys
 
 import pytest
 
-from core.config_check import check_config, lf_findings
-from core.lf_argcheck import check_with_llamafactory
-from core.lf_templates import (BUILTIN_TEMPLATES, BUILTIN_VERSION, default_template, installed_llamafactory_version,
+from core.config.lf_check import check_config, lf_findings
+from core.config.lf_argcheck import check_with_llamafactory
+from core.config.templates import (BUILTIN_TEMPLATES, BUILTIN_VERSION, default_template, installed_llamafactory_version,
                                load_catalog)
-from core.lf_yaml import lf_args
-from core.presets import preset_spec
-from core.trainspec import LF_DEFAULTS
+from core.config.yaml_out import lf_args
+from core.config.presets import preset_spec
+from core.config.spec import LF_DEFAULTS
 from tests.core.config_workspace import ROOT, fake_model, register_dataset
 
 pytestmark = pytest.mark.skipif(installed_llamafactory_version() is None, reason="llamafactory is not installed")

@@ -5,11 +5,11 @@ import struct
 
 import pytest
 
-from core.gpu_catalog import GIB, GpuTarget, match_gpu, target_from_catalog, targets_from_found
-from core.memfit import estimate, max_micro_batch
-from core.memfit_advice import advise
-from core.model_shapes import resolve_shape, shape_from_name
-from core.trainspec import Launch, TrainSpec
+from core.config.gpu_catalog import GIB, GpuTarget, match_gpu, target_from_catalog, targets_from_found
+from core.config.memfit import estimate, max_micro_batch
+from core.config.memfit_advice import advise
+from core.config.model_shapes import resolve_shape, shape_from_name
+from core.config.spec import Launch, TrainSpec
 
 MI300X = target_from_catalog("mi300x")
 MI250 = target_from_catalog("mi250-gcd")

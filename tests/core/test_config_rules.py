@@ -4,9 +4,9 @@ import os
 
 import pytest
 
-from core.config import preview
-from core.presets import preset_spec
-from core.trainspec import Launch, TrainSpec
+from core.config.files import preview
+from core.config.presets import preset_spec
+from core.config.spec import Launch, TrainSpec
 from tests.core.config_workspace import fake_model, register_dataset
 
 

@@ -5,9 +5,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.lf_yaml import lf_args, render_yaml, yaml_scalar
-from core.trainspec import TrainSpec
-from core.yaml_import import ImportProblem, import_lf_args, import_lf_yaml, load_lf_yaml_text, meaning
+from core.config.yaml_out import lf_args, render_yaml, yaml_scalar
+from core.config.spec import TrainSpec
+from core.config.yaml_in import ImportProblem, import_lf_args, import_lf_yaml, load_lf_yaml_text, meaning
 from tests.core.config_workspace import FIXTURES
 
 TRAIN_EXAMPLES = sorted(p for p in FIXTURES.glob("*.yaml") if not p.name.startswith("merge_"))

@@ -21,12 +21,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import core.dataset.fastblock as fastblock
-import core.dataset.hotloop as hotloop
-from core.dataset import content, prefilter
-from core.dataset.findings import Finding, findings_for_pairs
-from core.dataset.fingerprints import Fingerprints, _find_arrays, _find_with_dicts, _report, find_duplicates
-from core.dataset.lint import lint_file
+import core.data.fastblock as fastblock
+import core.data.hotloop as hotloop
+from core.data import content, prefilter
+from core.data.findings import Finding, findings_for_pairs
+from core.data.fingerprints import Fingerprints, _find_arrays, _find_with_dicts, _report, find_duplicates
+from core.data.lint import lint_file
 
 PIECES = ["13812345678", "+44 20 7946 0958", "555.123.4567", "(555) 123-4567", "555-123-4567",
           "li.lei@example.com", "a@b", "110101199003074518", "44030120080101123X", "2024-03-12", "12345",
@@ -145,7 +145,7 @@ def test_a_c_lint_imports_no_numpy(tmp_path):
     row = '{"instruction": "question %d about orders", "input": "", "output": "answer %d, long enough here"}'
     src.write_text("\n".join(row % (i, i % 5000) for i in range(120000)) + "\n")
     assert src.stat().st_size > 8 << 20
-    code = ("import sys; from core.dataset.lint import LintOptions, lint_file; "
+    code = ("import sys; from core.data.lint import LintOptions, lint_file; "
             f"r = lint_file({str(src)!r}, LintOptions(jobs=2)); "
             "print(r.rows, r.stats.duplicates, 'numpy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
@@ -273,7 +273,7 @@ def test_block_reader_cuts_lines_like_split(tmp_path_factory, monkeypatch, lines
 
 @pytest.mark.parametrize("use_c", [True, False])
 def test_findings_for_pairs_follows_the_template(monkeypatch, use_c):
-    from core.dataset import findings
+    from core.data import findings
 
     if use_c and findings._pairs_in_c() is None:
         pytest.skip("no C compiler here: the extension was not built")

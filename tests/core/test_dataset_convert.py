@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from core.atomicfile import FileExistsRefused
-from core.dataset.convert import ConvertError, convert_file, detect_source, parse_columns
-from core.dataset.fix import default_rejects_path
-from core.dataset.lint import lint_file
+from core.files.atomic import FileExistsRefused
+from core.data.convert import ConvertError, convert_file, detect_source, parse_columns
+from core.data.fix import default_rejects_path
+from core.data.lint import lint_file
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "data"

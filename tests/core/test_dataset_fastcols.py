@@ -1,4 +1,4 @@
-"""The lint's C passes (core/dataset/_fastcols.c) compute exactly what the Python and numpy passes they
+"""The lint's C passes (core/data/_fastcols.c) compute exactly what the Python and numpy passes they
 replace compute: the column pass on rows of every shape, the repetition test on every string width, the
 byte pass (line bounds, shape test, hint lines, repeated-key lines) on generated blocks and on every pair
 of hint edge pieces, the colon counter on long blocks; and the extension is built wherever a C compiler is.
@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import core.dataset.fastblock as fastblock
-from core.dataset import content, prefilter
+import core.data.fastblock as fastblock
+from core.data import content, prefilter
 from tests.core.test_dataset_blockscan import PIECES, SETTINGS, TEXT
 
 # ------------------------------------------------------------------ the C column pass = the Python one
@@ -191,4 +191,4 @@ def test_the_c_extension_is_built_where_a_compiler_is():
 
     if shutil.which(sysconfig.get_config_var("CC").split()[0] if sysconfig.get_config_var("CC") else "cc") is None:
         pytest.skip("no C compiler on this machine: the Python column pass is used")
-    assert fastblock._fastcols is not None, "core/dataset/_fastcols.c was not built: run `make envs` again"
+    assert fastblock._fastcols is not None, "core/data/_fastcols.c was not built: run `make envs` again"

@@ -3,7 +3,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.dataset.findings import RULES, Finding, finding, sort_findings
+from core.data.findings import RULES, Finding, finding, sort_findings
 
 FINDINGS = st.lists(st.builds(lambda rule, line, column: finding(rule, line, f"L{line}: {rule}", column=column),
                               st.sampled_from(sorted(RULES)), st.integers(1, 12),

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from core.atomicfile import FileExistsRefused
-from core.dataset.fix import FixRefused, default_rejects_path, fix_file
-from core.dataset.lint import lint_file
+from core.files.atomic import FileExistsRefused
+from core.data.fix import FixRefused, default_rejects_path, fix_file
+from core.data.lint import lint_file
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "data"
@@ -68,7 +68,7 @@ def test_never_in_place_and_never_over_a_file(tmp_path):
 
 
 def test_nothing_written_on_failure(tmp_path, monkeypatch):
-    import core.dataset.fix as fixmod
+    import core.data.fix as fixmod
 
     src = tmp_path / "a.jsonl"
     src.write_text("".join(json.dumps({"instruction": f"q{i}", "input": "", "output": "a" * 20}) + "\n"
@@ -146,8 +146,8 @@ def test_fix_is_idempotent(tmp_path):
 def test_unicode_line_separators_inside_strings_are_not_line_ends(tmp_path):
     """Found by the fuzz test: U+0085 (NEL) in an answer made the reader take the file for
     pretty-printed objects, so the fixed file linted with an error."""
-    from core.dataset.fix import fix_file
-    from core.dataset.lint import lint_file
+    from core.data.fix import fix_file
+    from core.data.lint import lint_file
 
     src = tmp_path / "in.jsonl"
     src.write_bytes('[{"instruction": "q", "input": "", "output": ",\u00850 \u2028 x"}]'.encode())

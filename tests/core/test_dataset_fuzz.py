@@ -8,9 +8,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.dataset.fix import fix_file
-from core.dataset.lint import LintOptions, lint_file
-from core.dataset.preview import Preview
+from core.data.fix import fix_file
+from core.data.lint import LintOptions, lint_file
+from core.data.preview import Preview
 
 TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
 

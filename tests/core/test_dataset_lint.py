@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from core.dataset import fingerprints
-from core.dataset.findings import RULES
-from core.dataset.lint import LintOptions, lint_file
+from core.data import fingerprints
+from core.data.findings import RULES
+from core.data.lint import LintOptions, lint_file
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "data"
@@ -247,7 +247,7 @@ def _two_part_file(tmp_path):
 
 
 def test_spans_cover_the_file_at_line_starts(tmp_path, monkeypatch):
-    import core.dataset.parts as parts
+    import core.data.parts as parts
 
     monkeypatch.setattr(parts, "MIN_CHUNK_BYTES", 64 << 10)
 
@@ -290,7 +290,7 @@ def test_the_tail_goes_to_whichever_process_is_free(tmp_path, monkeypatch, slow)
     a slow parent to the worker; either way the merged report is the one process's report."""
     import time
 
-    import core.dataset.parts as parts
+    import core.data.parts as parts
 
     p = _two_part_file(tmp_path)
     want = lint_file(p, LintOptions(jobs=1))
@@ -321,7 +321,7 @@ def test_the_tail_goes_to_whichever_process_is_free(tmp_path, monkeypatch, slow)
 def test_a_failing_jobs_worker_fails_the_lint_with_a_clear_error(tmp_path, monkeypatch, how):
     """A worker's exception, or a worker killed outright, ends the lint with an error that names the
     part; never a hang waiting for a result that will not come."""
-    import core.dataset.parts as parts
+    import core.data.parts as parts
 
     scan = parts.scan_jsonl_part
     parent = os.getpid()
@@ -365,8 +365,8 @@ def test_spilled_fingerprints_find_the_same(tmp_path, monkeypatch):
     """Memory stays bounded: fingerprints go to disk buckets, and duplicates are still all found."""
     import glob
 
-    import core.dataset.hotloop as hotloop
-    from core.dataset.fingerprints import Fingerprints, _find_with_dicts, find_duplicates
+    import core.data.hotloop as hotloop
+    from core.data.fingerprints import Fingerprints, _find_with_dicts, find_duplicates
 
     lines = [row(i % 900, output=f"answer {i % 1300} long enough to be real") for i in range(20000)]
     p = tmp_path / "d.jsonl"

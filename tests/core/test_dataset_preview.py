@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from core.dataset.encoding import guess_encoding_bytes
-from core.dataset.index import LineIndex, head_lines
-from core.dataset.preview import Preview
-from core.dataset.reader import ReadNotes, iter_records, probe_file
-from core.dataset.render import BUILTIN, render_row, row_messages
-from core.dataset.schema import Schema
+from core.data.encoding import guess_encoding_bytes
+from core.data.index import LineIndex, head_lines
+from core.data.preview import Preview
+from core.data.reader import ReadNotes, iter_records, probe_file
+from core.data.render import BUILTIN, render_row, row_messages
+from core.data.schema import Schema
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "data"

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from core.dataset.fix import fix_file
-from core.dataset.register import (RegisterError, lint_dataset_info, read_dataset_info, register_dataset,
+from core.data.fix import fix_file
+from core.data.register import (RegisterError, lint_dataset_info, read_dataset_info, register_dataset,
                                    refresh_summary)
-from core.dataset.lint import lint_file
-from core.dataset.summary import load_summary
+from core.data.lint import lint_file
+from core.data.summary import load_summary
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "data"

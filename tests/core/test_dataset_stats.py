@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import sys
 
-from core.dataset.stats import EXACT_CAP, Histogram
+from core.data.stats import EXACT_CAP, Histogram
 
 
 def _filled(seed: int) -> Histogram:

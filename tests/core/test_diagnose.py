@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from core.diagnose import MAX_SCAN, diagnose_files, diagnose_run, diagnose_text
-from core.diagnoses.rules import rules
+from core.train.failures import MAX_SCAN, diagnose_files, diagnose_run, diagnose_text
+from core.train.failure_rules import rules
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 

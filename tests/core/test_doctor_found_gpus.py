@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from core.config import found_gpus as config_found_gpus
+from core.config.files import found_gpus as config_found_gpus
 from core.doctor.evidence import Evidence
 from core.doctor.found_gpus import found_gpus, save_found_gpus
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from core.doctor.plan import GENERIC_PARAMS, params_from_config, params_from_name, planned_model
+from core.doctor.planned_model import GENERIC_PARAMS, params_from_config, params_from_name, planned_model
 
 LLAMA2_7B = {"hidden_size": 4096, "intermediate_size": 11008, "num_attention_heads": 32, "num_hidden_layers": 32,
              "num_key_value_heads": 32, "vocab_size": 32000, "tie_word_embeddings": False}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from core.atomicfile import FileExistsRefused
+from core.files.atomic import FileExistsRefused
 from core.doctor import runner
 from core.doctor.commands import run_command
 from core.doctor.evidence import Evidence
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def this_machine(tmp_path_factory):
     """The whole doctor, for real, on this CPU-only machine (once for the module)."""
-    from core.workspace import Workspace
+    from core.workspace.layout import Workspace
 
     ws = Workspace(tmp_path_factory.mktemp("ws")).ensure()
     ctx = DoctorContext.for_this_machine(ws)

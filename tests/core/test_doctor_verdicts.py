@@ -8,7 +8,8 @@ import pytest
 
 from core.doctor.evidence import CommandResult, Evidence
 from core.doctor.model import FAIL, OK, SKIP, WARN
-from core.doctor.registry import Finding, Verdict, get_verdict
+from core.doctor.registry import get_verdict
+from core.doctor.verdict import Judgement, Verdict
 
 MACHINES = Path(__file__).resolve().parents[1] / "fixtures" / "doctor" / "machines"
 TORCH_ARGV = ["/home/ubuntu/devtune/.venv/bin/python", "-c", "<python probe script>"]
@@ -449,7 +450,7 @@ def test_finding_statuses_are_validated():
 
     with pytest.raises(ValueError):
         DoctorCheck("a", "b", "system", "maybe", "")
-    assert Finding("ok", "x").status == "ok"
+    assert Judgement("ok", "x").status == "ok"
 
 
 def test_busy_gpus_are_not_a_broken_torch():

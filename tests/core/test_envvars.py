@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from core.envvars import env_restored
+from core.processes.environment import env_restored
 
 
 def test_env_restored_puts_back_set_and_absent_variables(monkeypatch):

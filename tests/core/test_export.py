@@ -1,4 +1,4 @@
-"""core.export: planning a merge from a run's train YAML, the merge YAML, refusals, and the progress
+"""core.merge.export: planning a merge from a run's train YAML, the merge YAML, refusals, and the progress
 read from real export logs (recorded from `llamafactory-cli export` on the tiny model)."""
 
 import json
@@ -8,9 +8,9 @@ import psutil
 import pytest
 import yaml
 
-from core.export import (MERGE_YAML, ExportError, find_train_run, merge_yaml_text, parse_export_log, plan_export,
+from core.merge.export import (MERGE_YAML, ExportError, find_train_run, merge_yaml_text, parse_export_log, plan_export,
                          plan_of_export_run, start_export, write_merge_yaml)
-from core.runs import ProcessRef, RunRecord, RunStatus, write_record
+from core.train.runs import ProcessRef, RunRecord, RunStatus, write_record
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "serve"
 
@@ -103,7 +103,7 @@ def test_merge_yaml_replaces_its_own_file_but_keeps_a_persons(workspace):
 
 
 def test_a_non_empty_export_dir_is_refused_unless_forced(workspace, monkeypatch):
-    import core.export as export
+    import core.merge.export as export
 
     plan = plan_export(workspace, make_run(workspace))
     target = workspace.abs(plan.export_dir)

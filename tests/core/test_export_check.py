@@ -1,5 +1,5 @@
-"""core.export_check and core.chat_template on prepared folders. LLaMA-Factory's rendering of the
-probes (lf_reference_llama3.json) was recorded from the real `python -m core.export_probe lf-render`
+"""core.merge.export_check and core.merge.chat_template on prepared folders. LLaMA-Factory's rendering of the
+probes (lf_reference_llama3.json) was recorded from the real `python -m core.merge.export_probe lf-render`
 on the tiny model; the live probe, the numeric check and a real mismatched export run in
 tests/e2e/test_merge_serve.py."""
 
@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-import core.export_check as export_check
-from core.chat_template import (TemplateRenderError, first_difference, read_chat_template, render, render_probes,
+import core.merge.export_check as export_check
+from core.merge.chat_template import (TemplateRenderError, first_difference, read_chat_template, render, render_probes,
                                 special_tokens)
-from core.export_check import (check_files, check_template, compare_templates, load_report, weight_files)
-from core.tinymodel import LLAMA3_CHAT_TEMPLATE
+from core.merge.export_check import (check_files, check_template, compare_templates, load_report, weight_files)
+from core.setup.tinymodel import LLAMA3_CHAT_TEMPLATE
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "serve"
 REFERENCE = json.loads((FIXTURES / "lf_reference_llama3.json").read_text())

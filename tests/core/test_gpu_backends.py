@@ -6,12 +6,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from core.gpu.amd_smi import open_amd_smi_cli
-from core.gpu.amdsmi_lib import open_amdsmi_lib
-from core.gpu.backend import GpuBackendUnavailable, run_tool
-from core.gpu.choose import choose_backend
-from core.gpu.nvml import open_nvml
-from core.gpu.rocm_smi import open_rocm_smi
+from core.train.gpu.amd_smi import open_amd_smi_cli
+from core.train.gpu.amdsmi_lib import open_amdsmi_lib
+from core.train.gpu.backend import GpuBackendUnavailable, run_tool
+from core.train.gpu.choose import choose_backend
+from core.train.gpu.nvml import open_nvml
+from core.train.gpu.rocm_smi import open_rocm_smi
 from tests.core.test_gpu_parsers import text
 
 MIB = 1024 * 1024
@@ -104,8 +104,8 @@ def test_amdsmi_init_failure_and_no_gpus():
 
 def test_real_amdsmi_import_on_a_gpu_less_machine_fails_quietly(run_python):
     """amdsmi prints to stdout and raises KeyError when libamd_smi.so is missing (cpu-stack.md §7)."""
-    proc = run_python("from core.gpu.amdsmi_lib import open_amdsmi_lib\n"
-                      "from core.gpu.backend import GpuBackendUnavailable\n"
+    proc = run_python("from core.train.gpu.amdsmi_lib import open_amdsmi_lib\n"
+                      "from core.train.gpu.backend import GpuBackendUnavailable\n"
                       "try:\n    open_amdsmi_lib().close()\nexcept GpuBackendUnavailable as e:\n"
                       "    import sys; print('REASON', e, file=sys.stderr)\n"
                       "else:\n    import sys; print('OPENED', file=sys.stderr)\n")

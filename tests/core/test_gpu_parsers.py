@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from core.gpu import amd_smi, rocm_smi
-from core.gpu.sample import MIB, GpuProcess, GpuSample, as_number, pick_temperature
+from core.train.gpu import amd_smi, rocm_smi
+from core.train.gpu.sample import MIB, GpuProcess, GpuSample, as_number, pick_temperature
 
 F = Path(__file__).resolve().parents[1] / "fixtures" / "gpu"
 

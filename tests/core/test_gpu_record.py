@@ -8,10 +8,10 @@ import sys
 import threading
 from pathlib import Path
 
-from core.gpu.balance import vram_imbalance
-from core.gpu.history import GpuHistoryTail, group_ticks, open_replay, read_history
-from core.gpu.record import GpuRecorder, record_until
-from core.gpu.sample import GpuSample
+from core.train.gpu.balance import vram_imbalance
+from core.train.gpu.history import GpuHistoryTail, group_ticks, open_replay, read_history
+from core.train.gpu.record import GpuRecorder, record_until
+from core.train.gpu.sample import GpuSample
 from tests.core.test_gpu_parsers import F
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -114,7 +114,7 @@ def test_sidecar_entry_point_records_until_the_pid_ends(tmp_path):
     trainer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3)"])
     out = tmp_path / "runs" / "r1" / "gpu.jsonl"
     env = {**os.environ, "DEVTUNE_GPU_BACKEND": f"replay:{MI300X}"}
-    proc = subprocess.run([sys.executable, "-m", "core.gpu.record", "--out", str(out), "--until-pid",
+    proc = subprocess.run([sys.executable, "-m", "core.train.gpu.record", "--out", str(out), "--until-pid",
                            str(trainer.pid), "--interval", "0.25"], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=60)
     ended = trainer.poll() is not None  # the sidecar ends only once the trainer has

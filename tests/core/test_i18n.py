@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from core import i18n
-from core.i18n_catalog import SOURCE_DIRS, extract_keys, load, missing
+from core.i18n.catalog_keys import SOURCE_DIRS, extract_keys, load, missing
 
 ROOT = Path(__file__).resolve().parents[2]
 MACHINES = ROOT / "tests" / "fixtures" / "doctor" / "machines"
@@ -38,8 +38,8 @@ def test_every_key_is_in_both_catalogs():
             shown = "\n".join(f"    {key!r}  ({keys[key]})" for key in items[:25])
             more = f"\n    ... and {len(items) - 25} more" if len(items) > 25 else ""
             report.append(f"{lang}.json lacks {len(items)} of {len(keys)} messages:\n{shown}{more}")
-    assert not report, ("\n".join(report) + "\nrun `python -m core.i18n_catalog --update`, then translate what "
-                        "core/locales/zh.json lacks")
+    assert not report, ("\n".join(report) + "\nrun `python -m core.i18n.catalog_keys --update`, then translate what "
+                        "core/i18n/locales/zh.json lacks")
 
 
 def test_english_catalog_is_identity():
@@ -196,7 +196,7 @@ def _translated_at_import(path: Path) -> list[int]:
 
 def test_cli_modules_translate_nothing_at_import():
     """tui/cli.py imports these before it reads --lang: their texts must be built in register()."""
-    paths = [ROOT / "tui" / "cli.py", ROOT / "core" / "i18n.py", *sorted((ROOT / "tui" / "commands").glob("*.py"))]
+    paths = [ROOT / "tui" / "cli.py", ROOT / "core" / "i18n" / "__init__.py", *sorted((ROOT / "tui" / "commands").glob("*.py"))]
     found = {str(p.relative_to(ROOT)): _translated_at_import(p) for p in paths}
     assert not {k: v for k, v in found.items() if v}
 
@@ -216,7 +216,7 @@ def _cli_env(**extra: str) -> dict[str, str]:
 
 def test_help_in_chinese(devtune_cli):
     zh = load("zh").get(HELP_KEY)
-    assert zh and zh != HELP_KEY, f"core/locales/zh.json does not translate {HELP_KEY!r} yet"
+    assert zh and zh != HELP_KEY, f"core/i18n/locales/zh.json does not translate {HELP_KEY!r} yet"
     for args, env in ((("--lang", "zh", "--help"), _cli_env(DEVTUNE_LANG="en")),
                       (("--help",), _cli_env(LANG="zh_CN.UTF-8"))):
         out = devtune_cli(*args, env=env)
@@ -230,7 +230,7 @@ def test_help_in_chinese(devtune_cli):
 def test_subcommand_help_in_chinese(devtune_cli):
     key = "run only these categories (repeat, or separate with commas)"
     zh = load("zh").get(key)
-    assert zh and zh != key, f"core/locales/zh.json does not translate {key!r} yet"
+    assert zh and zh != key, f"core/i18n/locales/zh.json does not translate {key!r} yet"
     out = devtune_cli("doctor", "--help", "--lang", "zh", env=_cli_env(DEVTUNE_LANG="en"))
     assert out.returncode == 0, out.stderr
     assert _squash(zh) in _squash(out.stdout)

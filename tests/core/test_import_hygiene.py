@@ -14,7 +14,7 @@ HEAVY = ("torch", "transformers", "tokenizers", "llamafactory", "deepspeed", "vl
 def core_modules() -> list[str]:
     names = []
     for info in pkgutil.walk_packages([str(ROOT / "core")], prefix="core."):
-        if info.name in ("core.install",):  # the set-up script runs with the system Python
+        if info.name in ("core.setup.install",):  # the set-up script runs with the system Python
             continue
         names.append(info.name)
     return names

@@ -1,4 +1,4 @@
-from core.log_follow import LogFollower
+from core.serve.log_follow import LogFollower
 
 
 def test_lines_from_two_logs_with_tqdm_returns_and_partial_lines(tmp_path):

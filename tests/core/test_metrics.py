@@ -7,7 +7,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.metrics import (LogRecord, MetricsPoller, MetricsTail, RunMetrics, Series, SmoothedSeries, parse_duration,
+from core.train.metrics import (LogRecord, MetricsPoller, MetricsTail, RunMetrics, Series, SmoothedSeries, parse_duration,
                           parse_log_line)
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"

@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from core.anomalies import AnomalyDetector
-from core.metrics import MetricsPoller
+from core.train.anomalies import AnomalyDetector
+from core.train.metrics import MetricsPoller
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 
@@ -86,7 +86,7 @@ def test_throughput_collapse_and_recovery():
 
 
 def test_throughput_from_the_log_feeds_the_detector():
-    from core.metrics import LogRecord, RunMetrics
+    from core.train.metrics import LogRecord, RunMetrics
 
     m = RunMetrics()
     records = [LogRecord(step=s, total=400, loss=2.0 - s / 1000, elapsed_s=float(s)) for s in range(1, 200)]

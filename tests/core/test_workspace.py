@@ -3,8 +3,8 @@ import multiprocessing as mp
 
 import pytest
 
-from core.atomicfile import FileExistsRefused, write_atomic, write_new
-from core.workspace import (SCHEMA_VERSION, StateFromNewerDevtune, StateUnreadable, StepStatus, WizardState,
+from core.files.atomic import FileExistsRefused, write_atomic, write_new
+from core.workspace.layout import (SCHEMA_VERSION, StateFromNewerDevtune, StateUnreadable, StepStatus, WizardState,
                             Workspace)
 
 
@@ -77,7 +77,7 @@ def test_atomic_write_leaves_old_file_on_error(tmp_path):
     class Boom(Exception):
         pass
 
-    from core.atomicfile import atomic_open
+    from core.files.atomic import atomic_open
 
     with pytest.raises(Boom):
         with atomic_open(target) as fh:

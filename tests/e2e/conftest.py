@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from core.workspace import Workspace
+from core.workspace.layout import Workspace
 
 VENV_BIN = Path(sys.executable).parent
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from core.config import launch_argv, launch_env, load_spec
+from core.config.files import launch_argv, launch_env, load_spec
 from tests.core.config_workspace import register_dataset
 
 LF_BIN = Path(sys.executable).parent

@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from core.dataset.convert import convert_file
-from core.dataset.fix import fix_file
-from core.dataset.register import register_dataset
+from core.data.convert import convert_file
+from core.data.fix import fix_file
+from core.data.register import register_dataset
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "data"
@@ -81,8 +81,8 @@ def test_every_sample_loads_through_llamafactory(tmp_path, tiny_model, lf_env):
 
 
 def test_builtin_renderer_matches_llamafactory_templates():
-    from core.dataset.render import TEMPLATE_NAMES, render_row, render_with_llamafactory
-    from core.dataset.schema import Schema
+    from core.data.render import TEMPLATE_NAMES, render_row, render_with_llamafactory
+    from core.data.schema import Schema
 
     rows = [{"instruction": "如何重置密码？", "input": "账号 A", "output": "点击忘记密码。", "history": [["你好", "您好"]],
              "system": "你是客服。"},

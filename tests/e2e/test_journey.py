@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from textual.widgets import Button, Checkbox
 
-from core.demo import seed_demo
-from core.serve import list_servers, stop_server
-from core.workspace import Workspace
+from core.setup.demo import seed_demo
+from core.serve.servers import list_servers, stop_server
+from core.workspace.layout import Workspace
 from tests.tui.helpers import opened, stepper_text, wait_until
 from tui.app import DevtuneApp
 

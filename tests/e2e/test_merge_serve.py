@@ -21,8 +21,8 @@ import httpx
 import pytest
 import yaml
 
-from core.runs import refresh, run_dir, start_run
-from core.workspace import Workspace
+from core.train.runs import refresh, run_dir, start_run
+from core.workspace.layout import Workspace
 from tests.processes import group_members
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "serve"
@@ -98,8 +98,8 @@ def test_merge_exports_and_checks_the_model(merged):
 
 
 def test_the_numeric_check_catches_a_different_base(merged, tmp_path):
-    from core.export_check import check_numerics
-    from core.tinymodel import TinyModelSpec, build_tiny_model
+    from core.merge.export_check import check_numerics
+    from core.setup.tinymodel import TinyModelSpec, build_tiny_model
 
     ws, _run, result = merged
     other = build_tiny_model(tmp_path / "other", ws.data_dir, TinyModelSpec(seed=1))
@@ -138,7 +138,7 @@ def vllm_server(mismatched):
     assert code == 0, err[-4000:]
     server = json.loads(out)
     yield ws, run_id, server
-    from core.serve import read_server, stop_server
+    from core.serve.servers import read_server, stop_server
 
     record = stop_server(ws, server["id"])
     assert not group_members(read_server(ws, record.id).pgid)
@@ -163,8 +163,8 @@ def test_vllm_serves_with_devtunes_chat_template_and_answers_what_it_was_taught(
 
 @pytest.mark.serve
 def test_vllm_streams_the_answer(vllm_server):
-    from core.chat import ChatDelta, ChatDone, ChatParams, build_messages, stream_chat
-    from core.serve import endpoint, read_server
+    from core.serve.chat import ChatDelta, ChatDone, ChatParams, build_messages, stream_chat
+    from core.serve.servers import endpoint, read_server
 
     ws, _run, server = vllm_server
     events = list(stream_chat(endpoint(ws, read_server(ws, server["id"])), build_messages(REFUND_Q),
@@ -213,7 +213,7 @@ def test_llamafactory_api_serves_chats_and_verifies_and_the_base_model_fails(mer
         for s in filter(None, (server, base)):
             code, _out, err = devtune(ws, "stop-server", s["id"])
             assert code == 0, err
-    from core.serve import read_server
+    from core.serve.servers import read_server
 
     for s in filter(None, (server, base)):
         record = read_server(ws, s["id"])

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from core.workspace import Workspace
+from core.workspace.layout import Workspace
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -31,7 +31,7 @@ def snap_ws(request, monkeypatch):
 
 def cache_templates(ws: Workspace) -> None:
     """LLaMA-Factory's template list, as the Config step caches it (reading it takes a subprocess)."""
-    from core.lf_templates import BUILTIN_TEMPLATES, installed_llamafactory_version
+    from core.config.templates import BUILTIN_TEMPLATES, installed_llamafactory_version
 
     ws.cache_dir.mkdir(parents=True, exist_ok=True)
     (ws.cache_dir / "lf_templates.json").write_text(json.dumps({

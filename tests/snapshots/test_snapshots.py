@@ -7,7 +7,7 @@ recorded CPU-only machine, the Train step shows a recorded real run."""
 
 import pytest
 
-from core.runs import RunStatus
+from core.train.runs import RunStatus
 from tests.recorded_runs import place_recorded_run
 from tests.snapshots.conftest import FIXTURES, cache_templates
 from tests.tui.helpers import opened, wait_until

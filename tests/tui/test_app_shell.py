@@ -157,7 +157,7 @@ async def test_a_theme_chosen_in_the_palette_is_remembered(workspace, two_steps)
 async def test_the_first_frame_shows_the_step_bar_before_the_step_opens(workspace, two_steps):
     from tui.splash import SplashScreen
 
-    from core.workspace import StepStatus
+    from core.workspace.layout import StepStatus
 
     workspace.update_state(lambda s: (setattr(s, "current_step", "second"),
                                       s.set_step("first", StepStatus.DONE, "all fine")))

@@ -27,7 +27,7 @@ def demo_ws(workspace):
     from LLaMA-Factory takes a subprocess of several seconds; tests/core/test_config_lfcheck.py covers that)."""
     import json
 
-    from core.lf_templates import BUILTIN_TEMPLATES, installed_llamafactory_version
+    from core.config.templates import BUILTIN_TEMPLATES, installed_llamafactory_version
 
     fake_model(workspace)
     register_dataset(workspace)

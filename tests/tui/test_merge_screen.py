@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from core.runs import refresh, run_dir, start_run
-from core.workspace import Workspace
+from core.train.runs import refresh, run_dir, start_run
+from core.workspace.layout import Workspace
 from tests.tui.helpers import opened, stepper_text, wait_until
 from tui.app import DevtuneApp
 

@@ -7,9 +7,9 @@ import shutil
 
 import pytest
 
-from core.serve import list_servers, read_server, start_server, stop_server, wait_ready
-from core.serve_plan import plan_server
-from core.workspace import Workspace
+from core.serve.servers import list_servers, read_server, start_server, stop_server, wait_ready
+from core.serve.plan import plan_server
+from core.workspace.layout import Workspace
 from tests.core.test_export import make_run
 from tests.tui.helpers import opened, stepper_text, wait_until
 from tui.app import DevtuneApp

@@ -2,7 +2,7 @@
 
 import threading
 
-from core.workspace import StepStatus
+from core.workspace.layout import StepStatus
 from tests.tui.helpers import wait_until
 from tui.state_writer import StateWriter
 

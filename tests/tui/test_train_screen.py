@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from core.runs import RunStatus
+from core.train.runs import RunStatus
 from screens import steps as step_registry
 from screens.steps import StepInfo
 from tests.recorded_runs import place_recorded_run
@@ -79,7 +79,7 @@ async def test_small_terminal(workspace, train_only):
 
 async def test_the_chart_keeps_its_points_when_the_run_ends(workspace, train_only):
     """A run seen running, then ended with no new step: its loss stays on the chart."""
-    from core.runs import read_record, run_dir, write_record
+    from core.train.runs import read_record, run_dir, write_record
 
     rec = place_recorded_run(workspace, "20260101-000000-live", "lf_normal", RunStatus.RUNNING, None, time.time())
     app = DevtuneApp(workspace, watch_terminal=False)

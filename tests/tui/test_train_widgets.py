@@ -5,8 +5,8 @@ from pathlib import Path
 from textual.app import App, ComposeResult
 from textual.containers import Vertical
 
-from core.gpu.history import group_ticks, read_history
-from core.metrics import MetricsPoller
+from core.train.gpu.history import group_ticks, read_history
+from core.train.metrics import MetricsPoller
 from tests.tui.helpers import wait_until
 from tui.widgets.gpu_panel import GpuPanel, bar, sparkline
 from tui.widgets.loss_chart import ChartData, ChartRaster, LossChart, column_ranges

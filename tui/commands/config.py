@@ -94,7 +94,7 @@ def _usage(parser) -> int:
 # ---- init ----------------------------------------------------------------------------------------
 
 def _overrides(args, spec):
-    from core.trainspec import TrainSpec
+    from core.config.spec import TrainSpec
 
     update: dict = {}
     launch: dict = {}
@@ -128,14 +128,14 @@ def _overrides(args, spec):
 
 def _cached_catalog(ws):
     """LLaMA-Factory's template list as last read (`config check` refreshes it), else the built-in one."""
-    from core.lf_templates import load_catalog
+    from core.config.templates import load_catalog
 
     return load_catalog(ws.cache_dir / "lf_templates.json", cached_only=True)
 
 
 def _model_template(args) -> str | None:
     """The model's own template (LLaMA-Factory's map when cached, else devtune's rules); None if unknown."""
-    from core.lf_templates import default_template
+    from core.config.templates import default_template
 
     ws = workspace(args)
     return default_template(args.model, _cached_catalog(ws), ws.root)
@@ -144,13 +144,13 @@ def _model_template(args) -> str | None:
 def run_init(args) -> int:
     from pydantic import ValidationError
 
-    from core.atomicfile import FileExistsRefused
-    from core.config import DEFAULT_CONFIG, preview, record_sidecar, save_config
-    from core.gpu_catalog import gpu_model
-    from core.presets import PRESETS, preset_spec
-    from core.tinymodel import TINY_NAME
-    from core.workspace import StepStatus
-    from core.yaml_import import ImportProblem, import_lf_yaml
+    from core.files.atomic import FileExistsRefused
+    from core.config.files import DEFAULT_CONFIG, preview, record_sidecar, save_config
+    from core.config.gpu_catalog import gpu_model
+    from core.config.presets import PRESETS, preset_spec
+    from core.setup.tinymodel import TINY_NAME
+    from core.workspace.layout import StepStatus
+    from core.config.yaml_in import ImportProblem, import_lf_yaml
 
     ws = workspace(args).ensure()
     out_path = args.output or DEFAULT_CONFIG
@@ -213,7 +213,7 @@ def run_init(args) -> int:
 
 
 def _remember(ws, shown, path: str, StepStatus) -> None:
-    from core.config import summary_line
+    from core.config.files import summary_line
 
     status = StepStatus.ATTENTION if shown.errors else StepStatus.DONE
 
@@ -227,8 +227,8 @@ def _remember(ws, shown, path: str, StepStatus) -> None:
 # ---- show / check / command / export -------------------------------------------------------------
 
 def _load(args):
-    from core.config import ConfigMissing, load_config
-    from core.yaml_import import ImportProblem
+    from core.config.files import ConfigMissing, load_config
+    from core.config.yaml_in import ImportProblem
 
     ws = workspace(args)
     try:
@@ -242,7 +242,7 @@ def _preview_json(shown) -> dict:
     import json
     from dataclasses import asdict
 
-    from core.config import summary_line
+    from core.config.files import summary_line
 
     fit = shown.fit
     return {
@@ -282,8 +282,8 @@ def _print_commands(ws, commands) -> None:
 
 
 def run_show(args) -> int:
-    from core.config import preview, summary_line
-    from core.memfit import human_bytes
+    from core.config.files import preview, summary_line
+    from core.config.memfit import human_bytes
 
     ws, loaded = _load(args)
     if loaded is None:
@@ -309,8 +309,8 @@ def run_show(args) -> int:
 
 
 def run_check(args) -> int:
-    from core.config_check import check_config
-    from core.lf_templates import load_catalog
+    from core.config.lf_check import check_config
+    from core.config.templates import load_catalog
 
     ws, loaded = _load(args)
     if loaded is None:
@@ -332,7 +332,7 @@ def run_check(args) -> int:
 
 
 def run_command(args) -> int:
-    from core.config import node_commands
+    from core.config.files import node_commands
 
     ws, loaded = _load(args)
     if loaded is None:
@@ -358,9 +358,9 @@ def run_command(args) -> int:
 def run_export(args) -> int:
     from pathlib import Path
 
-    from core.atomicfile import FileExistsRefused
-    from core.config import export_yaml
-    from core.lf_yaml import deepspeed_path
+    from core.files.atomic import FileExistsRefused
+    from core.config.files import export_yaml
+    from core.config.yaml_out import deepspeed_path
 
     ws, loaded = _load(args)
     if loaded is None:
@@ -378,8 +378,8 @@ def run_export(args) -> int:
 
 
 def run_presets(args) -> int:
-    from core.gpu_catalog import CATALOG, GIB
-    from core.presets import PRESETS
+    from core.config.gpu_catalog import CATALOG, GIB
+    from core.config.presets import PRESETS
 
     if args.json:
         emit_json({"presets": {n: p.description for n, p in PRESETS.items()},

@@ -147,7 +147,7 @@ class _Progress:
 
 
 def _lint(args, path):
-    from core.dataset.lint import LintOptions, lint_file
+    from core.data.lint import LintOptions, lint_file
 
     size = path.stat().st_size
     progress = _Progress(size)
@@ -170,7 +170,7 @@ def _unreadable(path, exc) -> int:
 # ------------------------------------------------------------------ lint
 
 def run_lint(args) -> int:
-    from core.dataset.tokens import TokenizerError
+    from core.data.tokens import TokenizerError
     from core.i18n import _
 
     path = _path(args)
@@ -228,7 +228,7 @@ def _print_stats_line(s) -> None:
 
 
 def _lint_registry(args, path) -> int:
-    from core.dataset.register import lint_dataset_info
+    from core.data.register import lint_dataset_info
     from core.i18n import _
 
     if not path.exists():
@@ -246,7 +246,7 @@ def _lint_registry(args, path) -> int:
 
 def _save_registered_summary(args, path, report) -> None:
     """A lint of a registered dataset refreshes its summary for the later steps."""
-    from core.dataset.register import refresh_summary
+    from core.data.register import refresh_summary
     from tui.commands.output import workspace
 
     ws = workspace(args)
@@ -260,8 +260,8 @@ def _save_registered_summary(args, path, report) -> None:
 # ------------------------------------------------------------------ fix / convert
 
 def run_fix(args) -> int:
-    from core.atomicfile import FileExistsRefused
-    from core.dataset.fix import FixRefused, fix_file
+    from core.files.atomic import FileExistsRefused
+    from core.data.fix import FixRefused, fix_file
 
     path, out = _path(args), _path(args, "output")
     rejects = _path(args, "rejects") if args.rejects else None
@@ -285,9 +285,9 @@ def run_fix(args) -> int:
 
 
 def run_convert(args) -> int:
-    from core.atomicfile import FileExistsRefused
-    from core.dataset.convert import ConvertError, convert_file, parse_columns
-    from core.dataset.fix import FixRefused
+    from core.files.atomic import FileExistsRefused
+    from core.data.convert import ConvertError, convert_file, parse_columns
+    from core.data.fix import FixRefused
 
     path, out = _path(args), _path(args, "output")
     rejects = _path(args, "rejects") if args.rejects else None
@@ -309,7 +309,7 @@ def run_convert(args) -> int:
 # ------------------------------------------------------------------ register / stats
 
 def run_register(args) -> int:
-    from core.dataset.register import RegisterError, RegisterRefused, register_dataset
+    from core.data.register import RegisterError, RegisterRefused, register_dataset
     from core.i18n import _
     from tui.commands.output import workspace
 
@@ -339,7 +339,7 @@ def run_register(args) -> int:
 
 
 def run_stats(args) -> int:
-    from core.dataset.tokens import TokenizerError
+    from core.data.tokens import TokenizerError
     from core.i18n import _
 
     path = _path(args)

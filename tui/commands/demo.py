@@ -23,8 +23,8 @@ def register(sub, add_common) -> list[str]:
 
 
 def run_demo(args) -> int:
-    from core.demo import seed_demo
-    from core.workspace import Workspace
+    from core.setup.demo import seed_demo
+    from core.workspace.layout import Workspace
 
     if args.dir is None:
         # `devtune demo` reads as the command, also when the person meant the folder ./demo

@@ -44,7 +44,7 @@ def _expand(args_logs: list[str]) -> list:
 
 
 def run_diagnose(args) -> int:
-    from core.diagnose import diagnose_files
+    from core.train.failures import diagnose_files
 
     try:
         paths = _expand(args.logs)

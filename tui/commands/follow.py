@@ -11,9 +11,9 @@ from tui.commands.output import emit_json_line
 
 def follow_run(ws, run_id: str, *, as_json: bool, until_end: bool, exit_with_outcome: bool,
                interval: float = 1.0) -> int:
-    from core.gpu.history import group_ticks
-    from core.runs import status_label
-    from core.runwatch import RunWatcher, progress_line, update_json
+    from core.train.gpu.history import group_ticks
+    from core.train.runs import status_label
+    from core.train.watch import RunWatcher, progress_line, update_json
 
     watcher = RunWatcher(ws, run_id)
     tty = sys.stderr.isatty() and not as_json
@@ -54,7 +54,7 @@ def follow_run(ws, run_id: str, *, as_json: bool, until_end: bool, exit_with_out
 def _report_end(update, as_json: bool, exit_with_outcome: bool) -> int:
     record = update.record
     if not as_json:
-        from core.runs import status_label
+        from core.train.runs import status_label
 
         print(f"{record.id}: {status_label(record.status)}" + (f" — {record.note}" if record.note else ""))
         for d in update.diagnoses[:3]:

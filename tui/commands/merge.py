@@ -53,7 +53,7 @@ def _print_report(report) -> None:
         print(f"  {marks.get(f.level, f.level):<7} {f.what}: {f.detail}")
         if f.fix:
             print("        " + _("fix: {fix}", fix=f.fix))
-    from core.export_check import verdict_label
+    from core.merge.export_check import verdict_label
 
     print(_("verdict: {verdict}", verdict=verdict_label(report.verdict)))
 
@@ -65,9 +65,9 @@ def _report_json(report) -> dict:
 
 
 def run_merge(args) -> int:
-    from core.export import ExportError, plan_export, stage_label, start_export, wait_export
-    from core.export_check import check_export
-    from core.runs import RunError, RunStatus
+    from core.merge.export import ExportError, plan_export, stage_label, start_export, wait_export
+    from core.merge.export_check import check_export
+    from core.train.runs import RunError, RunStatus
 
     ws = workspace(args)
     try:
@@ -100,7 +100,7 @@ def run_merge(args) -> int:
               id=record.id, dir=plan.export_dir))
         return 130
     if final.status is not RunStatus.FINISHED:
-        from core.export import export_progress
+        from core.merge.export import export_progress
 
         problem = export_progress(ws, record.id).error or final.note
         if args.json:
@@ -125,10 +125,10 @@ def run_merge(args) -> int:
 
 
 def run_check_export(args) -> int:
-    from core.export import ExportError
-    from core.export_check import check_for_run
-    from core.runs import RunError
-    from core.serve_plan import ServePlanError, default_model
+    from core.merge.export import ExportError
+    from core.merge.export_check import check_for_run
+    from core.train.runs import RunError
+    from core.serve.plan import ServePlanError, default_model
 
     ws = workspace(args)
     try:

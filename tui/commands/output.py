@@ -31,6 +31,6 @@ def err(msg: str) -> None:
 
 
 def workspace(args):
-    from core.workspace import Workspace
+    from core.workspace.layout import Workspace
 
     return Workspace.resolve(getattr(args, "workspace", None))

@@ -83,7 +83,7 @@ def register(sub, add_common) -> list[str]:
 
 
 def _print_commands(ws, record) -> None:
-    from core.serve import equivalent_commands
+    from core.serve.servers import equivalent_commands
 
     cmds = equivalent_commands(ws, record)
     if "vllm" in cmds:
@@ -94,8 +94,8 @@ def _print_commands(ws, record) -> None:
 
 
 def run_serve(args) -> int:
-    from core.serve import ServerError, read_api_key, start_server, stop_server, wait_ready
-    from core.serve_plan import ServePlanError, plan_server
+    from core.serve.servers import ServerError, read_api_key, start_server, stop_server, wait_ready
+    from core.serve.plan import ServePlanError, plan_server
 
     ws = workspace(args)
     try:
@@ -151,7 +151,7 @@ def run_serve(args) -> int:
 def run_servers(args) -> int:
     import time
 
-    from core.serve import list_servers
+    from core.serve.servers import list_servers
 
     ws = workspace(args)
     servers = list_servers(ws, include_ended=args.all)
@@ -169,7 +169,7 @@ def run_servers(args) -> int:
 
 
 def run_stop_server(args) -> int:
-    from core.serve import ServerError, find_server, stop_server
+    from core.serve.servers import ServerError, find_server, stop_server
 
     ws = workspace(args)
     try:
@@ -180,14 +180,14 @@ def run_stop_server(args) -> int:
     if args.json:
         emit_json(record.summary())
     else:
-        from core.serve import status_label
+        from core.serve.servers import status_label
 
         print(_("server {id}: {status}", id=record.id, status=status_label(record.status)))
     return EXIT_OK
 
 
 def _stream_answer(endpoint, messages, params, *, show: bool):
-    from core.chat import ChatDone, stream_chat
+    from core.serve.chat import ChatDone, stream_chat
 
     done = None
     for event in stream_chat(endpoint, messages, params):
@@ -202,8 +202,8 @@ def _stream_answer(endpoint, messages, params, *, show: bool):
 
 
 def run_chat(args) -> int:
-    from core.chat import ChatError, ChatParams, build_messages, curl_command
-    from core.serve import ServerError, endpoint, find_server
+    from core.serve.chat import ChatError, ChatParams, build_messages, curl_command
+    from core.serve.servers import ServerError, endpoint, find_server
 
     ws = workspace(args)
     try:
@@ -244,10 +244,10 @@ def run_chat(args) -> int:
 
 
 def run_verify(args) -> int:
-    from core.export import ExportError
-    from core.runs import RunError
-    from core.serve import ServerError, endpoint, find_server
-    from core.verify import VerifyError, run_of_server, run_questions, verify
+    from core.merge.export import ExportError
+    from core.train.runs import RunError
+    from core.serve.servers import ServerError, endpoint, find_server
+    from core.serve.verify import VerifyError, run_of_server, run_questions, verify
 
     ws = workspace(args)
     try:

@@ -64,7 +64,7 @@ def _record_json(ws, record) -> dict:
 
 
 def run_runs(args) -> int:
-    from core.runs import list_runs
+    from core.train.runs import list_runs
 
     ws = workspace(args)
     runs = [r for r in list_runs(ws) if r.kind == "train"]
@@ -83,7 +83,7 @@ def run_runs(args) -> int:
 
 
 def run_stop(args) -> int:
-    from core.runs import RunError, find_run, status_label, stop_run
+    from core.train.runs import RunError, find_run, status_label, stop_run
 
     ws = workspace(args)
     try:
@@ -100,7 +100,7 @@ def run_stop(args) -> int:
 
 
 def run_train(args) -> int:
-    from core.trainlaunch import LaunchError, launch_training
+    from core.train.launch import LaunchError, launch_training
 
     ws = workspace(args)
     try:
@@ -112,7 +112,7 @@ def run_train(args) -> int:
 
 
 def run_resume(args) -> int:
-    from core.runs import RunError, find_run, resume_run
+    from core.train.runs import RunError, find_run, resume_run
 
     ws = workspace(args)
     try:
@@ -136,7 +136,7 @@ def _started(ws, record, detach: bool) -> int:
 
 
 def run_monitor(args) -> int:
-    from core.runs import RunError, find_run
+    from core.train.runs import RunError, find_run
     from tui.commands.follow import follow_run
 
     ws = workspace(args)

@@ -1,5 +1,5 @@
 """ChatParamsForm: the sampling settings of the Playground's chat — system prompt, temperature, top_p,
-max tokens and stop strings — read back as a core.chat.ChatParams. A field that does not parse keeps
+max tokens and stop strings — read back as a core.serve.chat.ChatParams. A field that does not parse keeps
 its default (the Input's type already refuses letters)."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class ChatParamsForm(Vertical):
                         type="integer")
 
     def params(self):
-        from core.chat import ChatParams
+        from core.serve.chat import ChatParams
 
         def value(widget_id: str, cast, default):
             try:

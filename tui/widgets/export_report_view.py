@@ -35,7 +35,7 @@ class ExportReportView(Static):
         self.update(Content.styled(text, "$text-muted"))
 
     def show_report(self, report) -> None:
-        """`report`: core.export_check.ExportReport."""
+        """`report`: core.merge.export_check.ExportReport."""
         self.verdict = report.verdict
         self.set_class(report.verdict == "error", "-error")
         self.set_class(report.verdict == "warning", "-warning")

@@ -18,8 +18,8 @@ from collections import deque
 from textual.content import Content
 from textual.widgets import Static
 
-from core.gpu.balance import vram_imbalance
-from core.gpu.sample import GpuSample
+from core.train.gpu.balance import vram_imbalance
+from core.train.gpu.sample import GpuSample
 from core.i18n import _
 
 HISTORY = 120  # samples of utilization kept per GPU for the sparkline
@@ -101,7 +101,7 @@ class GpuPanel(Static):
 
     def load_history(self, samples: list[GpuSample], reason: str | None = None) -> None:
         """The recent past of a re-attached run (read_history): fills the sparklines, shows the last tick."""
-        from core.gpu.history import group_ticks
+        from core.train.gpu.history import group_ticks
 
         ticks = group_ticks(samples)
         for tick in ticks[:-1]:

@@ -1,6 +1,6 @@
 """RowPager: a DataTable over a window of a file's rows, however many there are.
 
-It holds `WINDOW` rows at a time from a `core.dataset.preview.Preview`; moving the cursor past either
+It holds `WINDOW` rows at a time from a `core.data.preview.Preview`; moving the cursor past either
 end of the window slides it (reading those rows with one `os.pread` through the line index), so a
 file of a million rows scrolls without ever being loaded. Posts `RowPager.RowChosen` for the
 highlighted row.
@@ -39,7 +39,7 @@ class RowPager(DataTable):
     @dataclass
     class RowChosen(Message):
         position: int
-        row: object  # core.dataset.preview.PreviewRow
+        row: object  # core.data.preview.PreviewRow
 
     def __init__(self, **kwargs) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
@@ -50,7 +50,7 @@ class RowPager(DataTable):
     # filling
     def show(self, preview, rows: list, start: int = 0, cursor: int = 0) -> None:
         """Show `rows` (PreviewRows at positions start..) of `preview`."""
-        from core.dataset.preview import columns
+        from core.data.preview import columns
 
         first_time = self.preview is not preview
         self.preview = preview

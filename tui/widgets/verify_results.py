@@ -33,12 +33,12 @@ class VerifyResults(Vertical):
         self.query_one("#pg-verdict", Static).update(_("asking the training questions…"))
 
     def add_result(self, r) -> None:
-        """One core.verify.QuestionResult."""
+        """One core.serve.verify.QuestionResult."""
         self.query_one(DataTable).add_row("✓" if r.passed else "✗", f"{r.score:.2f}", _flat(r.question),
                                           _flat(r.expected), _flat(r.error or r.answer))
 
     def finish(self, report, error: str | None = None) -> None:
-        """The core.verify report, or None with the error that stopped the check."""
+        """The core.serve.verify report, or None with the error that stopped the check."""
         verdict = self.query_one("#pg-verdict", Static)
         if report is None:
             verdict.update(error or "")

@@ -6,7 +6,7 @@ from core.doctor.evidence import Evidence
 from core.doctor.facts import HARDWARE, facts
 from core.doctor.fixes import add_to_groups, in_container, user
 from core.doctor.parse_tools import parse_id_groups, parse_id_user
-from core.doctor.registry import Finding, fail, ok, skip, verdict, warn
+from core.doctor.verdict import Judgement, fail, ok, skip, verdict, warn
 from core.i18n import _
 
 NEEDS = HARDWARE + ("host", "id", "id_user")
@@ -14,7 +14,7 @@ REF_GROUPS = "ROCm/ROCm-docker#116; ROCm/rocminfo#34 (/dev/kfd restricted to the
 REF_DOCKER = "ROCm/ROCm-docker PR#93"
 
 
-def _not_amd(ev: Evidence) -> Finding | None:
+def _not_amd(ev: Evidence) -> Judgement | None:
     if facts(ev).kind != "rocm":
         return skip(_("no AMD GPU stack on this machine"))
     return None
@@ -39,7 +39,7 @@ def _device_line(path: str, info: dict) -> str:
 
 
 @verdict("access.kfd", "access", NEEDS, lambda: _("/dev/kfd can be opened read-write"))
-def judge_kfd(ev: Evidence) -> Finding:
+def judge_kfd(ev: Evidence) -> Judgement:
     if (na := _not_amd(ev)) is not None:
         return na
     kfd = ev.devices.get("/dev/kfd") or {}
@@ -69,7 +69,7 @@ def judge_kfd(ev: Evidence) -> Finding:
 
 
 @verdict("access.render_nodes", "access", NEEDS, lambda: _("/dev/dri/renderD* render nodes are accessible"))
-def judge_render_nodes(ev: Evidence) -> Finding:
+def judge_render_nodes(ev: Evidence) -> Judgement:
     if (na := _not_amd(ev)) is not None:
         return na
     nodes = {p: i for p, i in ev.devices.items() if p.startswith("/dev/dri/renderD") and i.get("exists")}
@@ -98,7 +98,7 @@ def judge_render_nodes(ev: Evidence) -> Finding:
 
 
 @verdict("access.groups", "access", NEEDS, lambda: _("User is in the render and video groups"))
-def judge_groups(ev: Evidence) -> Finding:
+def judge_groups(ev: Evidence) -> Judgement:
     if (na := _not_amd(ev)) is not None:
         return na
     session = parse_id_groups(ev.command("id").stdout)

@@ -7,14 +7,14 @@ import re
 
 from core.doctor.evidence import Evidence
 from core.doctor.facts import HARDWARE, facts
-from core.doctor.registry import Finding, fail, ok, skip, verdict, warn
+from core.doctor.verdict import Judgement, fail, ok, skip, verdict, warn
 from core.i18n import _
 
 NEEDS = HARDWARE + ("host",)
 
 
 @verdict("env.hsa_override", "env", NEEDS, lambda: _("HSA_OVERRIDE_GFX_VERSION is not set on Instinct"))
-def judge_hsa_override(ev: Evidence) -> Finding:
+def judge_hsa_override(ev: Evidence) -> Judgement:
     f = facts(ev)
     value = ev.env.get("HSA_OVERRIDE_GFX_VERSION")
     fix = ("unset HSA_OVERRIDE_GFX_VERSION\n"
@@ -41,7 +41,7 @@ def parse_indexes(value: str) -> list[str]:
 
 @verdict("env.visible_devices", "env", NEEDS,
          lambda: _("ROCR_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES agree"))
-def judge_visible(ev: Evidence) -> Finding:
+def judge_visible(ev: Evidence) -> Judgement:
     f = facts(ev)
     names = ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES") if f.kind == "rocm" \
         else ("CUDA_VISIBLE_DEVICES",)
@@ -77,7 +77,7 @@ def parse_arch_list(value: str) -> list[str]:
 
 
 @verdict("env.rocm_arch", "env", NEEDS, lambda: _("PYTORCH_ROCM_ARCH / GPU_ARCHS match the GPU"))
-def judge_rocm_arch(ev: Evidence) -> Finding:
+def judge_rocm_arch(ev: Evidence) -> Judgement:
     f = facts(ev)
     env = {k: ev.env[k] for k in ("PYTORCH_ROCM_ARCH", "GPU_ARCHS") if ev.env.get(k)}
     if f.kind != "rocm":

@@ -7,7 +7,7 @@ from core.doctor.evidence import Evidence
 from core.doctor.facts import HARDWARE, facts, probe_json
 from core.doctor.fixes import pip
 from core.doctor.parse_tools import parse_ds_report, parse_version, strip_ansi
-from core.doctor.registry import Finding, fail, ok, skip, verdict, warn
+from core.doctor.verdict import Judgement, fail, ok, skip, verdict, warn
 from core.i18n import _
 
 NEEDS = HARDWARE + ("host", "packages", "plan")
@@ -32,7 +32,7 @@ def imported(ev: Evidence, module: str) -> dict | None:
     return ((probe_json(ev, "packages") or {}).get("imports") or {}).get(module)
 
 
-def _packages_problem(ev: Evidence) -> Finding | None:
+def _packages_problem(ev: Evidence) -> Judgement | None:
     cmd = ev.command("packages")
     if probe_json(ev, "packages") is None:
         return warn(_("could not list the training environment's packages ({what})", what=cmd.describe()),
@@ -41,7 +41,7 @@ def _packages_problem(ev: Evidence) -> Finding | None:
 
 
 @verdict("libraries.llamafactory", "libraries", NEEDS, lambda: _("LLaMA-Factory is installed, in devtune's version window"))
-def judge_llamafactory(ev: Evidence) -> Finding:
+def judge_llamafactory(ev: Evidence) -> Judgement:
     if (problem := _packages_problem(ev)) is not None:
         return problem
     have = versions(ev)
@@ -64,7 +64,7 @@ def judge_llamafactory(ev: Evidence) -> Finding:
 
 @verdict("libraries.llamafactory_deps", "libraries", NEEDS,
          lambda: _("transformers, datasets, accelerate, peft, trl are in LLaMA-Factory's window"))
-def judge_lf_deps(ev: Evidence) -> Finding:
+def judge_lf_deps(ev: Evidence) -> Judgement:
     if (problem := _packages_problem(ev)) is not None:
         return problem
     have = versions(ev)
@@ -85,7 +85,7 @@ def judge_lf_deps(ev: Evidence) -> Finding:
 
 
 @verdict("libraries.flash_attn", "libraries", NEEDS, lambda: _("flash-attn (optional) works"))
-def judge_flash_attn(ev: Evidence) -> Finding:
+def judge_flash_attn(ev: Evidence) -> Judgement:
     f = facts(ev)
     if (problem := _packages_problem(ev)) is not None:
         return problem
@@ -119,7 +119,7 @@ def judge_flash_attn(ev: Evidence) -> Finding:
 
 
 @verdict("libraries.bitsandbytes", "libraries", NEEDS, lambda: _("bitsandbytes works for QLoRA"))
-def judge_bnb(ev: Evidence) -> Finding:
+def judge_bnb(ev: Evidence) -> Judgement:
     f = facts(ev)
     if (problem := _packages_problem(ev)) is not None:
         return problem
@@ -154,7 +154,7 @@ def judge_bnb(ev: Evidence) -> Finding:
 
 
 @verdict("libraries.deepspeed", "libraries", NEEDS + ("ds_report",), lambda: _("DeepSpeed can build its ops (ds_report)"))
-def judge_deepspeed(ev: Evidence) -> Finding:
+def judge_deepspeed(ev: Evidence) -> Judgement:
     f = facts(ev)
     version = versions(ev).get("deepspeed")
     cmd = ev.command("ds_report")
@@ -196,7 +196,7 @@ def judge_deepspeed(ev: Evidence) -> Finding:
 
 
 @verdict("libraries.amdsmi", "libraries", NEEDS, lambda: _("amdsmi Python library loads (GPU monitoring)"))
-def judge_amdsmi(ev: Evidence) -> Finding:
+def judge_amdsmi(ev: Evidence) -> Judgement:
     f = facts(ev)
     rocm_path = (ev.env.get("ROCM_PATH") or "/opt/rocm").rstrip("/")
     install = f"{pip(ev)} install {rocm_path}/share/amd_smi"

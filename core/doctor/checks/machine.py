@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from core.doctor.evidence import Evidence
 from core.doctor.facts import HARDWARE, INSTINCT, facts
-from core.doctor.registry import Finding, ok, verdict, warn
+from core.doctor.verdict import Judgement, ok, verdict, warn
 from core.i18n import _
 
 
@@ -32,7 +32,7 @@ def gcd_note(ev: Evidence) -> str:
 
 @verdict("platform.machine", "platform", HARDWARE + ("host", "nvidia_smi", "amd_smi_version", "hipconfig"),
          lambda: _("What this machine can run"))
-def judge_machine(ev: Evidence) -> Finding:
+def judge_machine(ev: Evidence) -> Judgement:
     f = facts(ev)
     if f.kind == "rocm":
         if not f.amd_gpus:

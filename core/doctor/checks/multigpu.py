@@ -6,7 +6,7 @@ from __future__ import annotations
 from core.doctor.evidence import Evidence
 from core.doctor.facts import HARDWARE, facts
 from core.doctor.fixes import in_container
-from core.doctor.registry import Finding, ok, skip, verdict, warn
+from core.doctor.verdict import Judgement, ok, skip, verdict, warn
 from core.i18n import _
 
 NEEDS = HARDWARE + ("host",)
@@ -14,7 +14,7 @@ GRUB_FIX = ("sudo sed -i 's/^GRUB_CMDLINE_LINUX_DEFAULT=\"/&iommu=pt /' /etc/def
             "sudo update-grub && sudo reboot")
 
 
-def _single(ev: Evidence) -> Finding | None:
+def _single(ev: Evidence) -> Judgement | None:
     f = facts(ev)
     if f.kind == "cpu":
         return skip(_("no GPU on this machine"))
@@ -24,7 +24,7 @@ def _single(ev: Evidence) -> Finding | None:
 
 
 @verdict("multigpu.iommu", "multigpu", NEEDS, lambda: _("Kernel command line has iommu=pt (RCCL)"))
-def judge_iommu(ev: Evidence) -> Finding:
+def judge_iommu(ev: Evidence) -> Judgement:
     if (single := _single(ev)) is not None:
         return single
     f = facts(ev)
@@ -50,7 +50,7 @@ def judge_iommu(ev: Evidence) -> Finding:
 
 
 @verdict("multigpu.p2p", "multigpu", NEEDS, lambda: _("Peer-to-peer GPU communication is not turned off"))
-def judge_p2p(ev: Evidence) -> Finding:
+def judge_p2p(ev: Evidence) -> Judgement:
     if (single := _single(ev)) is not None:
         return single
     f = facts(ev)

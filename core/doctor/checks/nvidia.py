@@ -6,18 +6,18 @@ from core.doctor.evidence import Evidence
 from core.doctor.facts import HARDWARE, facts, probe_json
 from core.doctor.fixes import pip, torch_install
 from core.doctor.parse_tools import parse_version
-from core.doctor.registry import Finding, fail, ok, skip, verdict, warn
+from core.doctor.verdict import Judgement, fail, ok, skip, verdict, warn
 from core.i18n import _
 
 NEEDS = HARDWARE + ("host", "nvidia_smi")
 
 
-def _not_nvidia(ev: Evidence) -> Finding | None:
+def _not_nvidia(ev: Evidence) -> Judgement | None:
     return skip(_("no NVIDIA GPU on this machine")) if facts(ev).kind != "nvidia" else None
 
 
 @verdict("nvidia.driver", "nvidia", NEEDS, lambda: _("NVIDIA driver answers and lists the GPUs"))
-def judge_driver(ev: Evidence) -> Finding:
+def judge_driver(ev: Evidence) -> Judgement:
     if (na := _not_nvidia(ev)) is not None:
         return na
     f = facts(ev)
@@ -35,7 +35,7 @@ def judge_driver(ev: Evidence) -> Finding:
 
 
 @verdict("nvidia.torch_cuda", "nvidia", NEEDS + ("torch",), lambda: _("The driver supports torch's CUDA"))
-def judge_torch_cuda(ev: Evidence) -> Finding:
+def judge_torch_cuda(ev: Evidence) -> Judgement:
     if (na := _not_nvidia(ev)) is not None:
         return na
     f = facts(ev)
@@ -55,7 +55,7 @@ def judge_torch_cuda(ev: Evidence) -> Finding:
 
 
 @verdict("nvidia.nvml", "nvidia", NEEDS + ("packages",), lambda: _("NVML Python binding for GPU monitoring"))
-def judge_nvml(ev: Evidence) -> Finding:
+def judge_nvml(ev: Evidence) -> Judgement:
     if (na := _not_nvidia(ev)) is not None:
         return na
     have = (probe_json(ev, "packages") or {}).get("versions") or {}

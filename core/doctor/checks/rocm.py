@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 
-from core.doctor.access import device_groups
+from core.doctor.checks.access import device_groups
 from core.doctor.evidence import Evidence
 from core.doctor.facts import HARDWARE, INSTINCT, facts
 from core.doctor.fixes import add_to_groups, in_container
-from core.doctor.machine import gcd_note
-from core.doctor.registry import Finding, fail, ok, skip, verdict, warn
+from core.doctor.checks.machine import gcd_note
+from core.doctor.verdict import Judgement, fail, ok, skip, verdict, warn
 from core.doctor.parse_tools import parse_version
 from core.i18n import _
 
@@ -17,12 +17,12 @@ NEEDS = HARDWARE + ("host", "amd_smi_version", "hipconfig")
 INSTALL_DOCS = "https://rocm.docs.amd.com/projects/install-on-linux/en/latest/"
 
 
-def _not_amd(ev: Evidence) -> Finding | None:
+def _not_amd(ev: Evidence) -> Judgement | None:
     return skip(_("no AMD GPU stack on this machine")) if facts(ev).kind != "rocm" else None
 
 
 @verdict("rocm.driver", "rocm", NEEDS, lambda: _("amdgpu kernel driver is loaded"))
-def judge_driver(ev: Evidence) -> Finding:
+def judge_driver(ev: Evidence) -> Judgement:
     if (na := _not_amd(ev)) is not None:
         return na
     f = facts(ev)
@@ -60,7 +60,7 @@ def judge_driver(ev: Evidence) -> Finding:
 
 
 @verdict("rocm.smi", "rocm", NEEDS, lambda: _("amd-smi lists the GPUs"))
-def judge_smi(ev: Evidence) -> Finding:
+def judge_smi(ev: Evidence) -> Judgement:
     if (na := _not_amd(ev)) is not None:
         return na
     f = facts(ev)
@@ -105,7 +105,7 @@ def judge_smi(ev: Evidence) -> Finding:
 
 
 @verdict("rocm.arch", "rocm", NEEDS, lambda: _("GPU architecture (gfx) is supported"))
-def judge_arch(ev: Evidence) -> Finding:
+def judge_arch(ev: Evidence) -> Judgement:
     if (na := _not_amd(ev)) is not None:
         return na
     f = facts(ev)
@@ -138,7 +138,7 @@ def judge_arch(ev: Evidence) -> Finding:
 
 
 @verdict("rocm.version", "rocm", NEEDS, lambda: _("ROCm version is known and consistent"))
-def judge_version(ev: Evidence) -> Finding:
+def judge_version(ev: Evidence) -> Judgement:
     if (na := _not_amd(ev)) is not None:
         return na
     f = facts(ev)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from core.doctor.evidence import Evidence
 from core.doctor.facts import HARDWARE, facts, probe_json
 from core.doctor.fixes import pip, repo_root
-from core.doctor.registry import Finding, fail, ok, verdict, warn
+from core.doctor.verdict import Judgement, fail, ok, verdict, warn
 from core.i18n import _
 
 NEEDS = HARDWARE + ("host", "serve")
@@ -25,7 +25,7 @@ def _setup(ev: Evidence, python: str | None = None) -> str:
 
 
 @verdict("serving.env", "serving", NEEDS, lambda: _("Serving environment exists, with the right Python"))
-def judge_env(ev: Evidence) -> Finding:
+def judge_env(ev: Evidence) -> Judgement:
     f = facts(ev)
     serve_py = ev.host.get("serve_python")
     cmd = ev.command("serve")
@@ -46,7 +46,7 @@ def judge_env(ev: Evidence) -> Finding:
 
 
 @verdict("serving.vllm", "serving", NEEDS, lambda: _("vLLM imports, built for this machine"))
-def judge_vllm(ev: Evidence) -> Finding:
+def judge_vllm(ev: Evidence) -> Judgement:
     f = facts(ev)
     cmd = ev.command("serve")
     probe = probe_json(ev, "serve")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from core.doctor.evidence import Evidence
 from core.doctor.facts import HARDWARE, facts
 from core.doctor.fixes import in_container
-from core.doctor.registry import Finding, fail, ok, skip, verdict, warn
+from core.doctor.verdict import Judgement, fail, ok, skip, verdict, warn
 from core.i18n import _
 
 GIB = 1024 ** 3
@@ -76,7 +76,7 @@ def _plan_fail(plan: dict):
 
 
 @verdict("system.disk", "system", NEEDS, lambda: _("Free disk for the model, checkpoints and the merged export"))
-def judge_disk(ev: Evidence) -> Finding:
+def judge_disk(ev: Evidence) -> Judgement:
     plan = ev.plan or {}
     if not plan:
         return skip(_("no plan was read"))
@@ -109,7 +109,7 @@ def judge_disk(ev: Evidence) -> Finding:
 
 
 @verdict("system.ram", "system", NEEDS + ("files",), lambda: _("RAM for loading and merging the model"))
-def judge_ram(ev: Evidence) -> Finding:
+def judge_ram(ev: Evidence) -> Judgement:
     f = facts(ev)
     plan = ev.plan or {}
     total, available = f.meminfo.get("MemTotal"), f.meminfo.get("MemAvailable")
@@ -127,7 +127,7 @@ def judge_ram(ev: Evidence) -> Finding:
 
 
 @verdict("system.shm", "system", BASIC, lambda: _("/dev/shm is large enough"))
-def judge_shm(ev: Evidence) -> Finding:
+def judge_shm(ev: Evidence) -> Judgement:
     f = facts(ev)
     shm = ev.storage.get("shm") or {}
     size = shm.get("total")
@@ -152,7 +152,7 @@ def judge_shm(ev: Evidence) -> Finding:
 
 
 @verdict("system.hf_cache", "system", NEEDS, lambda: _("Hugging Face cache, offline and mirror settings"))
-def judge_hf_cache(ev: Evidence) -> Finding:
+def judge_hf_cache(ev: Evidence) -> Judgement:
     hf = ev.storage.get("hf_cache") or {}
     plan = ev.plan or {}
     env = ev.env
@@ -181,7 +181,7 @@ def judge_hf_cache(ev: Evidence) -> Finding:
 
 
 @verdict("system.numa", "system", HARDWARE + ("host",), lambda: _("NUMA auto-balancing is off on the GPU host"))
-def judge_numa(ev: Evidence) -> Finding:
+def judge_numa(ev: Evidence) -> Judgement:
     f = facts(ev)
     value = (ev.files.get("/proc/sys/kernel/numa_balancing") or "").strip()
     if f.kind != "rocm" or not f.amd_gpus:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from core.doctor.evidence import Evidence
 from core.doctor.facts import HARDWARE, facts
 from core.doctor.fixes import pip
-from core.doctor.registry import Finding, fail, ok, skip, verdict, warn
+from core.doctor.verdict import Judgement, fail, ok, skip, verdict, warn
 from core.i18n import _
 
 NEEDS = HARDWARE + ("host", "which")
@@ -19,7 +19,7 @@ def _found(ev: Evidence, tool: str) -> str | None:
 
 
 @verdict("toolchain.build", "toolchain", NEEDS, lambda: _("ninja, a C++ compiler and cmake are available"))
-def judge_build(ev: Evidence) -> Finding:
+def judge_build(ev: Evidence) -> Judgement:
     ninja, cxx, cmake = _found(ev, "ninja"), ev.which.get("g++"), ev.which.get("cmake")
     seen = ", ".join(f"{name}: {path or '-'}" for name, path in (("ninja", ninja), ("g++", cxx), ("cmake", cmake)))
     fixes = []
@@ -37,7 +37,7 @@ def judge_build(ev: Evidence) -> Finding:
 
 
 @verdict("toolchain.gpu_compiler", "toolchain", NEEDS + ("files",), lambda: _("GPU compiler (hipcc / nvcc) and its paths"))
-def judge_gpu_compiler(ev: Evidence) -> Finding:
+def judge_gpu_compiler(ev: Evidence) -> Judgement:
     f = facts(ev)
     if f.kind == "cpu":
         return skip(_("no GPU on this machine"))
@@ -68,7 +68,7 @@ def judge_gpu_compiler(ev: Evidence) -> Finding:
 
 
 @verdict("toolchain.max_jobs", "toolchain", NEEDS + ("files",), lambda: _("MAX_JOBS fits the RAM for source builds"))
-def judge_max_jobs(ev: Evidence) -> Finding:
+def judge_max_jobs(ev: Evidence) -> Judgement:
     f = facts(ev)
     total = f.meminfo.get("MemTotal")
     cpus = int(ev.host.get("cpu_count") or 1)

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import re
 
-from core.doctor.access import device_groups
+from core.doctor.checks.access import device_groups
 from core.doctor.evidence import Evidence
 from core.doctor.facts import HARDWARE, facts, probe_json
 from core.doctor.fixes import add_to_groups, torch_index, torch_install
 from core.doctor.parse_amd import parse_hipconfig_version
-from core.doctor.registry import Finding, fail, ok, skip, verdict, warn
+from core.doctor.verdict import Judgement, fail, ok, skip, verdict, warn
 from core.i18n import _
 
 NEEDS = HARDWARE + ("host", "torch", "amd_smi_version", "hipconfig")
@@ -44,7 +44,7 @@ def crash_text(ev: Evidence) -> str:
     return " | ".join(lines[-2:])[:300]
 
 
-def _probe_or_finding(ev: Evidence) -> tuple[dict | None, Finding | None]:
+def _probe_or_finding(ev: Evidence) -> tuple[dict | None, Judgement | None]:
     cmd = ev.command("torch")
     probe = probe_json(ev, "torch")
     if cmd.missing or cmd.error:
@@ -63,7 +63,7 @@ def _probe_or_finding(ev: Evidence) -> tuple[dict | None, Finding | None]:
 
 
 @verdict("torch.build", "torch", NEEDS, lambda: _("PyTorch build fits this machine"))
-def judge_build(ev: Evidence) -> Finding:
+def judge_build(ev: Evidence) -> Judgement:
     probe, problem = _probe_or_finding(ev)
     if problem:
         return problem
@@ -90,7 +90,7 @@ def judge_build(ev: Evidence) -> Finding:
 
 
 @verdict("torch.rocm_match", "torch", NEEDS, lambda: _("PyTorch's HIP matches the installed ROCm"))
-def judge_rocm_match(ev: Evidence) -> Finding:
+def judge_rocm_match(ev: Evidence) -> Judgement:
     f = facts(ev)
     if f.kind != "rocm":
         return skip(_("no AMD GPU stack on this machine"))
@@ -120,7 +120,7 @@ def visible_env(ev: Evidence) -> dict[str, str]:
 
 
 @verdict("torch.devices", "torch", NEEDS, lambda: _("PyTorch sees every GPU"))
-def judge_devices(ev: Evidence) -> Finding:
+def judge_devices(ev: Evidence) -> Judgement:
     f = facts(ev)
     probe, problem = _probe_or_finding(ev)
     if f.kind == "cpu":
@@ -171,7 +171,7 @@ def _env_text(env: dict[str, str]) -> str:
 
 
 @verdict("torch.arch", "torch", NEEDS, lambda: _("PyTorch has kernels for this GPU architecture"))
-def judge_arch(ev: Evidence) -> Finding:
+def judge_arch(ev: Evidence) -> Judgement:
     f = facts(ev)
     probe, problem = _probe_or_finding(ev)
     if f.kind == "cpu" or problem:

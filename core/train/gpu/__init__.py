@@ -6,7 +6,7 @@
     record_until(run_dir / "gpu.jsonl", until_pid=trainer_pid, status_file=run_dir / "gpu.status")
     history = read_history(run_dir / "gpu.jsonl", max_ticks=120)
 
-Names load lazily (PEP 562), so `python -m core.gpu.record` runs cleanly and nothing imports amdsmi
+Names load lazily (PEP 562), so `python -m core.train.gpu.record` runs cleanly and nothing imports amdsmi
 or pynvml until a backend is opened.
 """
 
@@ -26,5 +26,5 @@ __all__ = sorted(_WHERE)
 
 def __getattr__(name: str):
     if name in _WHERE:
-        return getattr(import_module(f"core.gpu.{_WHERE[name]}"), name)
-    raise AttributeError(f"module 'core.gpu' has no attribute {name!r}")
+        return getattr(import_module(f"core.train.gpu.{_WHERE[name]}"), name)
+    raise AttributeError(f"module 'core.train.gpu' has no attribute {name!r}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import subprocess
 from typing import Protocol
 
-from core.gpu.sample import GpuSample
+from core.train.gpu.sample import GpuSample
 from core.i18n import _
 
 TOOL_TIMEOUT = 10.0  # seconds; amd-smi and rocm-smi are Python programs that start slowly

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.gpu.sample import GpuSample
+from core.train.gpu.sample import GpuSample
 from core.i18n import _
 
 IN_USE_FRACTION = 0.05  # a card with less VRAM in use than this takes no part in the run

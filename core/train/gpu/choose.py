@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from typing import Callable
 
-from core.gpu.backend import GpuBackend, GpuBackendUnavailable
+from core.train.gpu.backend import GpuBackend, GpuBackendUnavailable
 from core.i18n import _
 
 ENV_BACKEND = "DEVTUNE_GPU_BACKEND"
@@ -27,10 +27,10 @@ def backend_label(name: str) -> str:
 
 
 def _openers() -> dict[str, Callable[[], GpuBackend]]:
-    from core.gpu.amd_smi import open_amd_smi_cli
-    from core.gpu.amdsmi_lib import open_amdsmi_lib
-    from core.gpu.nvml import open_nvml
-    from core.gpu.rocm_smi import open_rocm_smi
+    from core.train.gpu.amd_smi import open_amd_smi_cli
+    from core.train.gpu.amdsmi_lib import open_amdsmi_lib
+    from core.train.gpu.nvml import open_nvml
+    from core.train.gpu.rocm_smi import open_rocm_smi
 
     return {"amdsmi": open_amdsmi_lib, "amd-smi": open_amd_smi_cli, "rocm-smi": open_rocm_smi, "nvml": open_nvml}
 
@@ -44,7 +44,7 @@ def choose_backend(prefer: str | None = None, *, replay: str | os.PathLike | Non
     if prefer == "none":
         return None, _("GPU sampling is off ({var}=none)", var=ENV_BACKEND)
     if prefer.startswith("replay:"):
-        from core.gpu.history import open_replay
+        from core.train.gpu.history import open_replay
 
         path = prefer.split(":", 1)[1]
         try:

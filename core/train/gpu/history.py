@@ -1,7 +1,7 @@
 """A run's `gpu.jsonl`: reading it back, following it live, and replaying it as a backend.
 
 Each line is one GpuSample (`GpuSample.to_record()`); the samples of one tick share their `ts`. The
-recorder (core.gpu.record) appends while the trainer lives, so the history survives the TUI being
+recorder (core.train.gpu.record) appends while the trainer lives, so the history survives the TUI being
 closed: a re-attaching TUI reads the recent past with `read_history(path, max_ticks=...)`, then
 follows new lines with `GpuHistoryTail`. `ReplayBackend` plays a recorded file as if it were GPUs
 (tests and the CPU demo use replays of recorded real shapes; the panel says "replay").
@@ -14,9 +14,9 @@ import os
 import time
 from pathlib import Path
 
-from core.filetail import LineTail
-from core.gpu.backend import GpuBackendUnavailable
-from core.gpu.sample import GpuSample
+from core.files.tail import LineTail
+from core.train.gpu.backend import GpuBackendUnavailable
+from core.train.gpu.sample import GpuSample
 from core.i18n import _
 
 

@@ -1,6 +1,6 @@
 """Recording GPU samples at 1 Hz into a run's gpu.jsonl, outside any TUI.
 
-    python -m core.gpu.record --out .devtune/runs/<id>/gpu.jsonl --until-pid <trainer pid>
+    python -m core.train.gpu.record --out .devtune/runs/<id>/gpu.jsonl --until-pid <trainer pid>
 
 runs as a small detached sidecar next to training (or as a thread of the run's supervisor, through
 `record_until`), so the history survives the TUI being closed and a re-attaching TUI finds it.
@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from core.gpu.backend import GpuBackend, GpuBackendUnavailable
-from core.gpu.sample import GpuSample
+from core.train.gpu.backend import GpuBackend, GpuBackendUnavailable
+from core.train.gpu.sample import GpuSample
 
 MAX_FAILURES = 5  # consecutive failed ticks before the recorder gives up
 
@@ -115,7 +115,7 @@ def _write_status(path: Path | None, **fields) -> None:
         return
     import orjson
 
-    from core.atomicfile import write_atomic
+    from core.files.atomic import write_atomic
 
     try:
         write_atomic(path, orjson.dumps(fields, option=orjson.OPT_INDENT_2) + b"\n")
@@ -127,7 +127,7 @@ def record_until(out: str | os.PathLike, until_pid: int | None = None, status_fi
                  *, interval: float = 1.0, backend: GpuBackend | None = None, prefer: str | None = None,
                  stop_event: threading.Event | None = None, max_seconds: float | None = None) -> int:
     """Record until `until_pid` ends (or stop_event is set, or max_seconds pass); returns the ticks recorded."""
-    from core.gpu.choose import backend_label, choose_backend
+    from core.train.gpu.choose import backend_label, choose_backend
 
     status_path = Path(status_file) if status_file else None
     reason = ""
@@ -160,7 +160,7 @@ def record_until(out: str | os.PathLike, until_pid: int | None = None, status_fi
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m core.gpu.record",
+    parser = argparse.ArgumentParser(prog="python -m core.train.gpu.record",
                                      description="Record GPU samples at a fixed interval into a gpu.jsonl.")
     parser.add_argument("--out", required=True, help="the gpu.jsonl to append to")
     parser.add_argument("--until-pid", type=int, help="stop when this process ends")

@@ -19,8 +19,8 @@ import shutil
 import time
 from dataclasses import dataclass
 
-from core.gpu.backend import GpuBackendUnavailable, run_tool
-from core.gpu.sample import GpuSample, as_int, as_number, pick_temperature
+from core.train.gpu.backend import GpuBackendUnavailable, run_tool
+from core.train.gpu.sample import GpuSample, as_int, as_number, pick_temperature
 from core.i18n import _
 
 METRIC_ARGV = ["rocm-smi", "--showuse", "--showmeminfo", "vram", "--showtemp", "--showpower", "--showclocks", "--json"]

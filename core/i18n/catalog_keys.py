@@ -1,7 +1,7 @@
 """Keep the message catalogs complete: every literal `_("...")` in the source must be in both.
 
-    python -m core.i18n_catalog            # report keys missing from en.json / zh.json (exit 1 if any)
-    python -m core.i18n_catalog --update   # add missing keys to en.json (identity) and list what zh lacks;
+    python -m core.i18n.catalog_keys            # report keys missing from en.json / zh.json (exit 1 if any)
+    python -m core.i18n.catalog_keys --update   # add missing keys to en.json (identity) and list what zh lacks;
                                            # drop keys no longer used from both
 
 The English catalog maps each key to itself (the key is the English text); having it as a file
@@ -15,10 +15,10 @@ import json
 import sys
 from pathlib import Path
 
-from core.atomicfile import write_atomic
+from core.files.atomic import write_atomic
 from core.i18n import LOCALES_DIR
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SOURCE_DIRS = ("core", "tui", "screens")
 
 

@@ -14,6 +14,8 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
+from core.doctor.hf_cache import hf_cache_dir
+
 GENERIC_PARAMS = 7_000_000_000
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
 
@@ -79,8 +81,6 @@ def weights_size(folder: Path) -> int:
 
 
 def cached_config(model: str, env: Mapping[str, str]) -> Path | None:
-    from core.doctor.probes import hf_cache_dir
-
     if "/" not in model:
         return None
     repo = Path(hf_cache_dir(env)) / ("models--" + model.replace("/", "--")) / "snapshots"
