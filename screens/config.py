@@ -330,7 +330,7 @@ class ConfigScreen(StepScreen):
     @work(thread=True, exclusive=True, exit_on_error=False, group="config-check",
           description=_("checking with LLaMA-Factory"))
     def run_check(self, spec: TrainSpec) -> None:
-        from core.config.lf_check import check_config, lf_findings
+        from core.config.full_check import check_config, lf_findings
 
         checked = check_config(self.ws, spec, self.config_path, found=self.found, catalog=self.catalog)
         extra = lf_findings(spec, checked.llamafactory, checked.preview.targets)

@@ -18,7 +18,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from core.i18n import _
-from core.workspace.state_peek import StatePeek, StepStatus, peek_state
+from core.workspace.step_status import StatePeek, StepStatus, peek_state
 from core.workspace.layout import Workspace
 from screens import steps as step_registry
 

@@ -20,7 +20,7 @@ API for the other steps (the Train step launches with these):
     save_config(ws, spec, path=..., force=False)   writes the files atomically (never a user's own file
                                                    unless force)
     preview(ws, spec, found=...) -> ConfigPreview  YAML, JSON, commands, findings and memory fit
-    core.config.lf_check.check_config(ws, spec, ...)  preview's findings + LLaMA-Factory's own parser
+    core.config.full_check.check_config(ws, spec, ...)  preview's findings + LLaMA-Factory's own parser
 """
 
 from __future__ import annotations

@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 
 from core.files.atomic import write_atomic
-from core.workspace.state_peek import StepStatus  # noqa: F401  (re-exported: `from core.workspace.layout import StepStatus`)
+from core.workspace.step_status import StepStatus  # noqa: F401  (re-exported: `from core.workspace.layout import StepStatus`)
 
 if TYPE_CHECKING:
     from core.workspace.state import WizardState
 
 # pydantic is imported with the state model, only when the state is loaded or saved: `devtune --help`
-# and the wizard's first frame do without it (core.workspace.state_peek reads the file with json alone).
+# and the wizard's first frame do without it (core.workspace.step_status reads the file with json alone).
 _LAZY = {"WizardState": "core.workspace.state", "StepRecord": "core.workspace.state", "SCHEMA_VERSION": "core.workspace.state"}
 
 

@@ -9,7 +9,7 @@ import time
 
 from pydantic import BaseModel, Field
 
-from core.workspace.state_peek import StepStatus
+from core.workspace.step_status import StepStatus
 
 SCHEMA_VERSION = 1
 

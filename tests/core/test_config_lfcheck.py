@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from core.config.lf_check import check_config, lf_findings
+from core.config.full_check import check_config, lf_findings
 from core.config.lf_argcheck import check_with_llamafactory
 from core.config.templates import (BUILTIN_TEMPLATES, BUILTIN_VERSION, default_template, installed_llamafactory_version,
                                load_catalog)

@@ -309,7 +309,7 @@ def run_show(args) -> int:
 
 
 def run_check(args) -> int:
-    from core.config.lf_check import check_config
+    from core.config.full_check import check_config
     from core.config.templates import load_catalog
 
     ws, loaded = _load(args)
