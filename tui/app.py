@@ -8,8 +8,6 @@ processes, so quitting (or losing the SSH connection) stops none of them.
 from __future__ import annotations
 
 import os
-import signal
-import sys
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from textual import events
@@ -25,7 +23,6 @@ from screens import steps as step_registry
 if TYPE_CHECKING:
     from core.workspace.state import WizardState
 
-TERMINAL_CHECK_SECONDS = 5.0
 THEME_ALIASES = {"light": "textual-light", "dark": "textual-dark"}
 
 
@@ -128,27 +125,25 @@ class DevtuneApp(App[int]):
             self._update_state(lambda s: s.settings.__setitem__("theme", theme))
 
     def _watch_terminal(self) -> None:
-        """Quit when the terminal goes away (SSH drop): no orphan UI spinning on a dead TTY."""
-        try:
-            import asyncio
+        """Quit when the terminal goes away (SSH drop): no orphan UI spinning on a dead TTY (tui/terminal.py)."""
+        from tui.terminal import TerminalWatch
 
-            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self._terminal_lost)
-        except (NotImplementedError, RuntimeError, ValueError):
-            pass
-        self.set_interval(TERMINAL_CHECK_SECONDS, self._check_terminal, name="terminal-check")
-
-    def _check_terminal(self) -> None:
-        try:
-            alive = os.isatty(sys.__stdin__.fileno()) and os.getppid() != 1
-            if alive:
-                os.tcgetpgrp(sys.__stdin__.fileno())
-        except (OSError, ValueError, AttributeError):
-            alive = False
-        if not alive:
-            self._terminal_lost()
+        self._terminal_watch = TerminalWatch(self, self._terminal_lost)
+        self._terminal_watch.install()
 
     def _terminal_lost(self) -> None:
         self.exit(0)
+
+    def get_driver_class(self):
+        """Textual's Linux driver, with an input thread that always stops (tui/terminal.py)."""
+        driver = super().get_driver_class()
+        from textual.drivers.linux_driver import LinuxDriver
+
+        if driver is LinuxDriver:
+            from tui.terminal import DevtuneDriver
+
+            return DevtuneDriver
+        return driver
 
     # state
     def set_step_status(self, step_id: str, status: str, summary: str = "") -> None:

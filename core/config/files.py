@@ -31,16 +31,16 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.files.atomic import FileExistsRefused, write_atomic
-from core.config.rule_context import ConfigFinding, RuleContext
-from core.config.rules import check_rules
 from core.config.deepspeed import render_ds_json
 from core.config.gpu_catalog import GpuTarget, target_from_catalog, targets_from_found
-from core.i18n import _
+from core.config.rule_context import ConfigFinding, RuleContext
+from core.config.rules import check_rules
+from core.config.spec import Launch, TrainSpec
 from core.config.templates import BUILTIN, TemplateCatalog
 from core.config.yaml_out import deepspeed_path
 from core.config.yaml_out import render_yaml as _render_yaml
-from core.config.spec import Launch, TrainSpec
+from core.files.atomic import FileExistsRefused, write_atomic
+from core.i18n import _
 from core.workspace.layout import Workspace
 
 DEFAULT_CONFIG = "configs/train.yaml"
@@ -281,11 +281,11 @@ def fit_targets(spec: TrainSpec, found: list[tuple[str, int]]) -> list[GpuTarget
 
 def rule_context(ws: Workspace, spec: TrainSpec, *, found: list[tuple[str, int]] | None = None,
                  catalog: TemplateCatalog | None = None) -> RuleContext:
-    from core.data.summary import load_summary
     from core.config.memfit import estimate
     from core.config.memfit_advice import advise
     from core.config.model_shapes import resolve_shape
     from core.config.spec import value
+    from core.data.summary import load_summary
 
     found = found_gpus(ws) if found is None else found
     ctx = RuleContext(ws.root, catalog or BUILTIN, fit_targets(spec, found), len(found))

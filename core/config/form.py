@@ -12,8 +12,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from core.i18n import _
 from core.config.spec import LF_DEFAULTS, Launch, TrainSpec
+from core.i18n import _
 
 
 @dataclass(frozen=True)

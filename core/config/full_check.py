@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from core.config.files import DEFAULT_CONFIG, ConfigPreview, preview
-from core.config.rule_context import ConfigFinding
 from core.config.gpu_catalog import GpuTarget
-from core.i18n import _
+from core.config.rule_context import ConfigFinding
+from core.config.spec import TrainSpec
 from core.config.templates import TemplateCatalog
 from core.config.yaml_out import lf_args
-from core.config.spec import TrainSpec
+from core.i18n import _
 from core.workspace.layout import Workspace
 
 

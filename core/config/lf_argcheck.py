@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.processes.helpers import run_helper
+
 MARK = "DEVTUNE-LFCHECK "
 HARDWARE_BF16 = "doesn't support bf16"
 
@@ -43,8 +45,8 @@ def check_with_llamafactory(args: dict[str, Any], *, cwd: Path, distributed: boo
                             deepspeed_json: str | None = None, python: str | None = None,
                             timeout: float = 300) -> LfCheck:
     """Parse `args` (LLaMA-Factory keys) as `llamafactory-cli train` would, from `cwd` (the workspace)."""
-    from core.i18n import _
     from core.config.templates import installed_llamafactory_version
+    from core.i18n import _
 
     version = installed_llamafactory_version()
     if version is None:
@@ -53,8 +55,8 @@ def check_with_llamafactory(args: dict[str, Any], *, cwd: Path, distributed: boo
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
            "TRANSFORMERS_VERBOSITY": "error", "PYTHONPATH": _pythonpath()}
     try:
-        proc = subprocess.run([python or sys.executable, "-m", "core.config.lf_argcheck"], input=payload,
-                              capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env)
+        proc = run_helper([python or sys.executable, "-m", "core.config.lf_argcheck"], input=payload,
+                          timeout=timeout, cwd=cwd, env=env)
     except subprocess.TimeoutExpired:
         return LfCheck(ran=False, version=version, reason=_("the check took longer than {n} s", n=int(timeout)))
     except OSError as exc:
@@ -93,10 +95,9 @@ def _child(payload: dict[str, Any]) -> dict[str, Any]:
 def _parse(args: dict[str, Any], distributed: bool) -> dict[str, Any]:
     import logging
 
-    from transformers.training_args import ParallelMode
-
     from llamafactory.hparams import get_train_args
     from llamafactory.hparams.training_args import TrainingArguments
+    from transformers.training_args import ParallelMode
 
     if distributed:  # torchrun will be the launcher: parse as one of its processes
         TrainingArguments.parallel_mode = property(lambda self: ParallelMode.DISTRIBUTED)

@@ -30,9 +30,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from core.config.gpu_catalog import GIB, GpuTarget
-from core.i18n import _
 from core.config.model_shapes import LINEAR_MODULES, ModelShape
 from core.config.spec import TrainSpec, effective_precision, value
+from core.i18n import _
 
 FIT_RATIO = 0.85
 NF4_BYTES = (4 + 8 / 64 + 32 / (64 * 256)) / 8  # nf4 + double-quantized absmax constants (QLoRA paper)

@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from core.config.gpu_catalog import CATALOG, GpuTarget
-from core.i18n import _
 from core.config.memfit import FitEstimate, estimate
 from core.config.model_shapes import ModelShape
 from core.config.spec import TrainSpec, value
+from core.i18n import _
 
 RANK = {"fits": 0, "tight": 1, "does_not_fit": 2, "unknown": 3}
 

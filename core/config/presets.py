@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from core.config.spec import Launch, TrainSpec
 from core.i18n import _
 from core.setup.tinymodel import TINY_NAME, TINY_TEMPLATE
-from core.config.spec import Launch, TrainSpec
 
 DEFAULT_DATASET = "support"
 

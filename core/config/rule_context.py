@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.data.summary import DatasetSummary
 from core.config.gpu_catalog import GpuTarget
-from core.config.templates import BUILTIN, TemplateCatalog
 from core.config.spec import TrainSpec, effective_batch, value
+from core.config.templates import BUILTIN, TemplateCatalog
+from core.data.summary import DatasetSummary
 
 SEVERITIES = ("error", "warning", "info")
 

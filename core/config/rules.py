@@ -16,10 +16,10 @@ from typing import Callable
 
 from core.config.rule_context import SEVERITIES, ConfigFinding, RuleContext
 from core.config.rules_data import rule_batch, rule_data
-from core.i18n import _
+from core.config.spec import TrainSpec, value
 from core.config.templates import default_template
 from core.config.yaml_out import deepspeed_path
-from core.config.spec import TrainSpec, value
+from core.i18n import _
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 LOCAL_ROOTS = ("models", "saves", "exports", ".", "..", "~")

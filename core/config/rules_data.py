@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import math
 
-from core.config.rule_context import ConfigFinding, RuleContext, steps_per_epoch, train_rows
-from core.i18n import _
+from core.config.rule_context import (
+    ConfigFinding,
+    RuleContext,
+    steps_per_epoch,
+    train_rows,
+)
 from core.config.spec import TrainSpec, effective_batch, value
+from core.i18n import _
 
 
 def rule_data(spec: TrainSpec, ctx: RuleContext) -> list[ConfigFinding]:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.files.atomic import write_atomic
+from core.processes.helpers import run_helper
 
 BUILTIN_VERSION = "0.9.5"
 BUILTIN_TEMPLATES: tuple[str, ...] = (
@@ -111,8 +112,7 @@ def load_catalog(cache_file: Path | None = None, *, python: str | None = None, t
     if cached_only:
         return BUILTIN
     try:
-        proc = subprocess.run([python or sys.executable, "-c", _SCRIPT], capture_output=True, text=True,
-                              timeout=timeout, env=_quiet_env())
+        proc = run_helper([python or sys.executable, "-c", _SCRIPT], timeout=timeout, env=_quiet_env())
     except (OSError, subprocess.TimeoutExpired):
         return BUILTIN
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("DEVTUNE-TEMPLATES ")), None)

@@ -16,9 +16,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from core.config.deepspeed import describe_ds, stage_from_filename
-from core.i18n import _
-from core.config.yaml_out import MODELED_KEYS, OMEGACONF_FLOAT
 from core.config.spec import LF_DEFAULTS, Launch, TrainSpec
+from core.config.yaml_out import MODELED_KEYS, OMEGACONF_FLOAT
+from core.i18n import _
 
 PRECISION_KEYS = ("pure_bf16", "bf16", "fp16")
 LIST_KEYS = ("dataset", "eval_dataset", "lora_target", "additional_target", "freeze_trainable_modules")

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import time
 from typing import Mapping
 
 from core.doctor.evidence import CommandResult
+from core.processes.helpers import kill_group, track, untrack
 
 MAX_OUTPUT = 400_000  # characters kept per stream: enough for amd-smi static on 8 GPUs
 
@@ -35,15 +35,18 @@ def run_command(argv: list[str], *, timeout: float, env: Mapping[str, str] | Non
     except OSError as exc:
         return CommandResult(argv=list(argv), error=f"{type(exc).__name__}: {exc.strerror or exc}")
     timed_out = False
+    track(proc)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
-        _kill_group(proc)
+        kill_group(proc)
         try:
             out, err = proc.communicate(timeout=2)
         except subprocess.TimeoutExpired:  # a grandchild escaped the group and holds the pipes
             out, err = b"", b""
+    finally:
+        untrack(proc)
     return CommandResult(
         argv=list(argv),
         returncode=None if timed_out else proc.returncode,
@@ -52,16 +55,6 @@ def run_command(argv: list[str], *, timeout: float, env: Mapping[str, str] | Non
         timed_out=timed_out,
         seconds=round(time.monotonic() - started, 3),
     )
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        try:
-            proc.kill()
-        except ProcessLookupError:
-            pass
 
 
 def _decode(data: bytes | None) -> str:

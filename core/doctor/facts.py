@@ -9,11 +9,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from core.doctor.evidence import Evidence
-from core.doctor.parse_amd import (AmdGpu, AmdSmiStatic, RocmInfo, parse_amd_smi_static, parse_amd_smi_version,
-                                   parse_hipconfig_version, parse_rocm_smi_json, parse_rocm_version_file,
-                                   parse_rocminfo)
-from core.doctor.parse_tools import (NvidiaGpu, kernel_args, parse_meminfo, parse_nvidia_query,
-                                     parse_nvidia_table)
+from core.doctor.parse_amd import (
+    AmdGpu,
+    AmdSmiStatic,
+    RocmInfo,
+    parse_amd_smi_static,
+    parse_amd_smi_version,
+    parse_hipconfig_version,
+    parse_rocm_smi_json,
+    parse_rocm_version_file,
+    parse_rocminfo,
+)
+from core.doctor.parse_tools import (
+    NvidiaGpu,
+    kernel_args,
+    parse_meminfo,
+    parse_nvidia_query,
+    parse_nvidia_table,
+)
 from core.doctor.scripts import parse_probe_lines
 from core.i18n import _
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from core.files.atomic import write_atomic
 from core.doctor.evidence import Evidence
 from core.doctor.facts import facts
+from core.files.atomic import write_atomic
 
 MIB = 1024 * 1024
 

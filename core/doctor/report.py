@@ -5,9 +5,17 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from core.files.atomic import FileExistsRefused, write_new
 from core.doctor.evidence import Evidence
-from core.doctor.model import FAIL, OK, SKIP, WARN, DoctorReport, category_title, status_label
+from core.doctor.model import (
+    FAIL,
+    OK,
+    SKIP,
+    WARN,
+    DoctorReport,
+    category_title,
+    status_label,
+)
+from core.files.atomic import FileExistsRefused, write_new
 from core.i18n import _
 
 TEXT_MARKS = {OK: "[ ok ]", WARN: "[warn]", FAIL: "[FAIL]", SKIP: "[skip]"}

@@ -127,8 +127,8 @@ def _run_probe(probe: Probe, ctx: DoctorContext, results: queue.Queue) -> None:
 
 
 def build_report(ev: Evidence, checks: list[DoctorCheck]) -> DoctorReport:
-    from core.doctor.facts import facts
     from core.doctor.checks.machine import machine_summary
+    from core.doctor.facts import facts
 
     try:
         kind, summary = facts(ev).kind, machine_summary(ev)

@@ -20,7 +20,17 @@ from pathlib import Path
 
 from core.files.atomic import write_atomic
 from core.i18n import _
-from core.train.runs import status_label, RunRecord, RunStatus, find_run, list_runs, read_record, refresh, run_dir, start_run
+from core.train.runs import (
+    RunRecord,
+    RunStatus,
+    find_run,
+    list_runs,
+    read_record,
+    refresh,
+    run_dir,
+    start_run,
+    status_label,
+)
 from core.workspace.layout import Workspace
 
 MERGE_YAML = "configs/merge.yaml"

@@ -26,9 +26,15 @@ from typing import Callable
 from pydantic import BaseModel, Field
 
 from core.files.atomic import write_atomic
-from core.merge.chat_template import (TemplateRenderError, first_difference, read_chat_template, render_probes,
-                                special_tokens)
 from core.i18n import _
+from core.merge.chat_template import (
+    TemplateRenderError,
+    first_difference,
+    read_chat_template,
+    render_probes,
+    special_tokens,
+)
+from core.processes.helpers import run_helper
 from core.workspace.layout import Workspace
 
 NUMERIC_MAX_BYTES = 2 * 1024**3
@@ -173,8 +179,8 @@ def _lf_version() -> str:
 
 
 def _run_probe(args: list[str], timeout: float = 600) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "core.merge.export_probe", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=Path(__file__).resolve().parents[2])
+    proc = run_helper([sys.executable, "-m", "core.merge.export_probe", *args], timeout=timeout,
+                      cwd=Path(__file__).resolve().parents[2])
     marker = "@@devtune-json@@"
     if proc.returncode != 0 or marker not in proc.stdout:
         tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-6:])

@@ -18,11 +18,11 @@ PROBE_PROMPT = "How do I reset my password? 退款多久到账？"
 
 
 def lf_render(tokenizer_dir: str, template_name: str) -> dict:
+    from llamafactory.data.template import get_template_and_fix_tokenizer
+    from llamafactory.hparams import DataArguments
     from transformers import AutoTokenizer
 
     from core.merge.chat_template import PROBES
-    from llamafactory.data.template import get_template_and_fix_tokenizer
-    from llamafactory.hparams import DataArguments
 
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir, trust_remote_code=False)
     template = get_template_and_fix_tokenizer(tokenizer, DataArguments(template=template_name))

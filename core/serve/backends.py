@@ -22,6 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from core.i18n import _
+from core.processes.helpers import run_helper
 
 ROOT = Path(__file__).resolve().parents[2]
 BACKENDS = ("vllm", "llamafactory")
@@ -70,7 +71,7 @@ def serve_python_candidates() -> list[Path]:
 @lru_cache(maxsize=4)
 def _probe(python: str) -> tuple[str | None, str | None]:
     try:
-        out = subprocess.run([python, "-c", _PROBE], capture_output=True, text=True, timeout=30).stdout.split()
+        out = run_helper([python, "-c", _PROBE], timeout=30).stdout.split()
     except (OSError, subprocess.TimeoutExpired):
         return None, None
     if len(out) != 3 or out[0] != "1":

@@ -28,10 +28,15 @@ from pydantic import BaseModel, Field
 
 from core.files.atomic import write_atomic
 from core.i18n import _
-from core.serve.log_follow import LogFollower
 from core.processes.groups import end_group, leader_is, reap
+from core.serve.backends import (
+    ServeOptions,
+    display_command,
+    launch_plan,
+    vllm_serve_command,
+)
+from core.serve.log_follow import LogFollower
 from core.train.runs import ProcessRef
-from core.serve.backends import ServeOptions, display_command, launch_plan, vllm_serve_command
 from core.workspace.layout import Workspace
 
 STARTING, READY, FAILED, STOPPED, EXITED = "starting", "ready", "failed", "stopped", "exited"

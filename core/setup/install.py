@@ -21,7 +21,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from core.setup.torch_build import CPU_TORCH, Hardware, TorchChoice, choose_torch, detect_hardware
+from core.setup.torch_build import (
+    CPU_TORCH,
+    Hardware,
+    TorchChoice,
+    choose_torch,
+    detect_hardware,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 LLAMAFACTORY = "llamafactory==0.9.5"

@@ -87,7 +87,14 @@ def build_tiny_model(out_dir: Path, corpus_dir: Path, spec: TinyModelSpec = Tiny
         raise FileNotFoundError(_("no sample text found in {path} to train the tokenizer on", path=corpus_dir))
 
     say(_("training the byte-level BPE tokenizer"))
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from tokenizers import (
+        Tokenizer,
+        decoders,
+        models,
+        pre_tokenizers,
+        processors,
+        trainers,
+    )
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -106,7 +113,12 @@ def build_tiny_model(out_dir: Path, corpus_dir: Path, spec: TinyModelSpec = Tiny
 
     say(_("building the LLaMA model"))
     import torch
-    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from transformers import (
+        GenerationConfig,
+        LlamaConfig,
+        LlamaForCausalLM,
+        PreTrainedTokenizerFast,
+    )
 
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,

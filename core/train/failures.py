@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from core.train.failure_rules import Rule, rules
 from core.i18n import _, current_language
+from core.train.failure_rules import Rule, rules
 
 MAX_SCAN = 32 * 1024 * 1024
 HEAD_SCAN = 4 * 1024 * 1024

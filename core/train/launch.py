@@ -20,8 +20,8 @@ import sys
 from pathlib import Path
 
 from core.i18n import _
-from core.train.runs import RunRecord, list_runs, start_run
 from core.setup.torch_build import detect_hardware
+from core.train.runs import RunRecord, list_runs, start_run
 from core.workspace.layout import Workspace
 
 
@@ -52,7 +52,13 @@ def training_env(ws: Workspace, spec_env: dict[str, str], output_dir: str) -> di
 
 def launch_training(ws: Workspace, config_path: str | None = None) -> RunRecord:
     """Start the training run for `config_path` (default: the wizard's config) and return at once."""
-    from core.config.files import ConfigMissing, current_config_path, launch_argv, launch_env, load_spec
+    from core.config.files import (
+        ConfigMissing,
+        current_config_path,
+        launch_argv,
+        launch_env,
+        load_spec,
+    )
 
     rel = ws.rel(config_path) if config_path else current_config_path(ws)
     try:

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from core.train.anomalies import Anomaly, AnomalyDetector
 from core.files.tail import LineTail
+from core.train.anomalies import Anomaly, AnomalyDetector
 from core.train.output import LossDict, StderrTail, StdoutTail, TqdmProgress
 
 _DURATION = re.compile(r"^(?:(\d+) days?, )?(\d+):(\d{2}):(\d{2})(?:\.\d+)?$")

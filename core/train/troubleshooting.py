@@ -39,9 +39,9 @@ def _block(text: str) -> list[str]:
 
 
 def render(machines: Path = MACHINES) -> str:
-    from core.train.failure_rules import rules
     from core.doctor.model import CATEGORIES
     from core.doctor.registry import all_verdicts
+    from core.train.failure_rules import rules
 
     lines = [
         "# " + _("Troubleshooting"),

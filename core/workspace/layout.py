@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
-
 from core.files.atomic import write_atomic
 from core.workspace.step_status import StepStatus  # noqa: F401  (re-exported: `from core.workspace.layout import StepStatus`)
 

@@ -23,4 +23,22 @@ def run_wizard(args) -> int:
 
     app = DevtuneApp(ws)
     app.run()
-    return app.return_code or 0
+    return finish(app.return_code or 0)
+
+
+def finish(code: int) -> int:
+    """After the wizard closed: end its helper processes, and leave no thread behind to keep the process
+    alive (a thread worker still linting or checking would hold the exit until it finished)."""
+    import threading
+
+    from core.processes.helpers import end_helpers
+
+    end_helpers()
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
+    return code

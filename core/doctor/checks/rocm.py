@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 
 from core.doctor.checks.access import device_groups
+from core.doctor.checks.machine import gcd_note
 from core.doctor.evidence import Evidence
 from core.doctor.facts import HARDWARE, INSTINCT, facts
 from core.doctor.fixes import add_to_groups, in_container
-from core.doctor.checks.machine import gcd_note
-from core.doctor.verdict import Judgement, fail, ok, skip, verdict, warn
 from core.doctor.parse_tools import parse_version
+from core.doctor.verdict import Judgement, fail, ok, skip, verdict, warn
 from core.i18n import _
 
 NEEDS = HARDWARE + ("host", "amd_smi_version", "hipconfig")

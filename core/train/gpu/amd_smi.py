@@ -23,9 +23,16 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from core.train.gpu.backend import GpuBackendUnavailable, run_tool
 from core.i18n import _
-from core.train.gpu.sample import MIB, GpuProcess, GpuSample, as_int, as_number, pick_temperature
+from core.train.gpu.backend import GpuBackendUnavailable, run_tool
+from core.train.gpu.sample import (
+    MIB,
+    GpuProcess,
+    GpuSample,
+    as_int,
+    as_number,
+    pick_temperature,
+)
 
 METRIC_ARGV = ["amd-smi", "metric", "--usage", "--mem-usage", "--power", "--clock", "--temperature", "--json"]
 STATIC_ARGV = ["amd-smi", "static", "--asic", "--bus", "--limit", "--board", "--json"]

@@ -18,10 +18,17 @@ import io
 import time
 from typing import Any
 
+from core.i18n import _
 from core.train.gpu.amd_smi import assign_cards
 from core.train.gpu.backend import GpuBackendUnavailable
-from core.train.gpu.sample import MIB, GpuProcess, GpuSample, as_int, as_number, pick_temperature
-from core.i18n import _
+from core.train.gpu.sample import (
+    MIB,
+    GpuProcess,
+    GpuSample,
+    as_int,
+    as_number,
+    pick_temperature,
+)
 
 PROCESS_EVERY = 5
 

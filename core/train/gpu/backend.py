@@ -11,8 +11,9 @@ from __future__ import annotations
 import subprocess
 from typing import Protocol
 
-from core.train.gpu.sample import GpuSample
 from core.i18n import _
+from core.processes.helpers import run_helper
+from core.train.gpu.sample import GpuSample
 
 TOOL_TIMEOUT = 10.0  # seconds; amd-smi and rocm-smi are Python programs that start slowly
 
@@ -32,7 +33,7 @@ class GpuBackend(Protocol):
 def run_tool(argv: list[str], timeout: float = TOOL_TIMEOUT) -> str:
     """stdout of a GPU tool (argv list, never a shell, always a timeout); raises GpuBackendUnavailable."""
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        proc = run_helper(argv, timeout=timeout)
     except FileNotFoundError:
         raise GpuBackendUnavailable(_("{tool} not found on PATH", tool=argv[0])) from None
     except subprocess.TimeoutExpired:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.train.gpu.sample import GpuSample
 from core.i18n import _
+from core.train.gpu.sample import GpuSample
 
 IN_USE_FRACTION = 0.05  # a card with less VRAM in use than this takes no part in the run
 IMBALANCE_FRACTION = 0.10  # max - min above this share of the total is a warning

@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 from typing import Callable
 
-from core.train.gpu.backend import GpuBackend, GpuBackendUnavailable
 from core.i18n import _
+from core.train.gpu.backend import GpuBackend, GpuBackendUnavailable
 
 ENV_BACKEND = "DEVTUNE_GPU_BACKEND"
 AUTO_ORDER = ("amdsmi", "amd-smi", "rocm-smi", "nvml")

@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 from core.files.tail import LineTail
+from core.i18n import _
 from core.train.gpu.backend import GpuBackendUnavailable
 from core.train.gpu.sample import GpuSample
-from core.i18n import _
 
 
 def parse_line(line: bytes | str) -> GpuSample | None:

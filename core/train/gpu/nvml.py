@@ -12,9 +12,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from core.i18n import _
 from core.train.gpu.backend import GpuBackendUnavailable
 from core.train.gpu.sample import GpuProcess, GpuSample
-from core.i18n import _
 
 PROCESS_EVERY = 5
 

@@ -19,9 +19,9 @@ import shutil
 import time
 from dataclasses import dataclass
 
+from core.i18n import _
 from core.train.gpu.backend import GpuBackendUnavailable, run_tool
 from core.train.gpu.sample import GpuSample, as_int, as_number, pick_temperature
-from core.i18n import _
 
 METRIC_ARGV = ["rocm-smi", "--showuse", "--showmeminfo", "vram", "--showtemp", "--showpower", "--showclocks", "--json"]
 STATIC_ARGV = ["rocm-smi", "--showproductname", "--showmaxpower", "--showbus", "--json"]

@@ -1,0 +1,122 @@
+"""A real pseudo-terminal for a real devtune process, and a way to take it away as an SSH drop does.
+
+    with PtySession([devtune, "-w", ws], cols=120, rows=40) as term:
+        term.wait_for_output()
+        term.send(b"3")
+        term.hang_up()              # close the terminal: the kernel sends SIGHUP, reads see the hang-up
+
+devtune leads its own session with the pty as its controlling terminal, as under sshd or tmux, so
+closing the master side is exactly what a dropped connection does to it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import struct
+import subprocess
+import termios
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """utime + stime of a process (its threads included), or None once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+class PtySession:
+    def __init__(self, argv: list[str], *, cols: int, rows: int, env: dict[str, str] | None = None,
+                 cwd: str | os.PathLike | None = None) -> None:
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        self.master = master
+        self.output = bytearray()
+        self._lock = threading.Lock()
+        self.proc = subprocess.Popen(
+            argv, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd, close_fds=True,
+            start_new_session=True,  # then, in the child: this pty becomes its controlling terminal
+            preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
+        )
+        os.close(slave)
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        self.hung_up_at: float | None = None
+
+    def _read(self) -> None:
+        while True:
+            try:
+                data = os.read(self.master, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            with self._lock:
+                self.output += data
+
+    def text(self) -> str:
+        with self._lock:
+            return self.output.decode("utf-8", errors="replace")
+
+    def painted(self) -> bool:
+        """The app switched to the alternate screen and drew a good part of a screen since."""
+        text = self.text()
+        return "\x1b[?1049h" in text and len(text.rsplit("\x1b[?1049h", 1)[1]) > 4000
+
+    def wait_for_output(self, needle: str | None = None, timeout: float = 30.0) -> bool:
+        """Until `needle` was printed (a plain CLI's output), or, without one, the first screen painted."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if (needle in self.text()) if needle else self.painted():
+                return True
+            if self.proc.poll() is not None:
+                return False
+            time.sleep(0.05)
+        return False
+
+    def send(self, data: bytes) -> None:
+        os.write(self.master, data)
+
+    def session_processes(self) -> list[psutil.Process]:
+        """devtune and every process still in its session (its helpers; detached runs have their own)."""
+        out = []
+        for p in psutil.process_iter(["pid"]):
+            try:
+                if os.getsid(p.pid) == self.proc.pid:
+                    out.append(p)
+            except OSError:
+                pass
+        return out
+
+    def hang_up(self) -> None:
+        self.hung_up_at = time.monotonic()
+        try:
+            os.close(self.master)
+        except OSError:
+            pass
+
+    def __enter__(self) -> "PtySession":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.hung_up_at is None:
+            self.hang_up()
+        for p in [self.proc, *[q for q in self.session_processes() if q.pid != self.proc.pid]]:
+            try:
+                p.kill()
+            except (OSError, psutil.Error):
+                pass
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            pass
