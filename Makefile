@@ -50,4 +50,3 @@ bench: envs
 
 clean:
 	rm -rf $(VENV) .venv-serve $(DEMO_DIR) build
-	rm -f core/data/_fastcols.*.so

@@ -1,7 +1,7 @@
 """Checks of the text inside the fields: whitespace, personal data, mojibake, repetition, short outputs
 (table A4 rules 20, 21, 26), and the repairs `fix` applies for them.
 
-`core.data.prefilter` finds, cheaply and per block, a superset of the rows with personal data,
+`core.data.content_hints` finds, cheaply and per block, a superset of the rows with personal data,
 zero-width characters or mojibake; only those rows get the exact (slower) checks of `check_texts`.
 """
 

@@ -9,9 +9,6 @@ the screen) or `none`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from operator import attrgetter
-
-from core.data import native
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 SAFE, CONFIRM, NONE = "safe", "confirm", "none"
@@ -88,9 +85,6 @@ class Finding:
         return (self.line, self.column or 0, SEVERITY_ORDER.get(self.severity, 3), self.rule)
 
 
-_LINE = attrgetter("line")
-
-
 def finding(rule_id: str, line: int, message: str, *, column: int | None = None,
             severity: str | None = None, fix: str | None = None) -> Finding:
     rule = RULES[rule_id]
@@ -100,8 +94,7 @@ def finding(rule_id: str, line: int, message: str, *, column: int | None = None,
 def findings_for_pairs(rule_id: str, template: str, lines: list[int], others: list[int]) -> list[Finding]:
     """One finding per row at lines[i] that refers to others[i], from a translated template with {line}
     and {other} (duplicates and conflicts: tens of thousands in a large file). A template with the two
-    fields plain (no format spec) is cut into its literal pieces once, and the findings are built in C
-    (`_pairs.c`) or with a %-format (%s, not %d: the same text for ints, without the number protocol)."""
+    fields plain (no format spec) is cut into its literal pieces once and filled with a %-format."""
     from itertools import repeat
     from string import Formatter
 
@@ -114,38 +107,17 @@ def findings_for_pairs(rule_id: str, template: str, lines: list[int], others: li
     simple = fields and all(not spec and not conv for _lit, name, spec, conv in fields if name is not None)
     if not simple or sorted(names) != ["line", "other"]:
         messages = [template.format(line=line, other=other) for line, other in zip(lines, others)]
-        return list(map(Finding, repeat(rule_id), repeat(rule.severity), lines, messages, repeat(rule.fix)))
-    literals = [lit for lit, _name, _spec, _conv in fields]
-    pieces = (literals[0], literals[1], "".join(literals[2:]), names[0] == "other")
-    c = _pairs_in_c()
-    if c is not None:
-        return c(Finding, rule_id, rule.severity, rule.fix, list(lines), list(others), pieces)
-    fmt = pieces[0].replace("%", "%%") + "%s" + pieces[1].replace("%", "%%") + "%s" + pieces[2].replace("%", "%%")
-    ordered = zip(others, lines) if pieces[3] else zip(lines, others)
-    messages = [fmt % pair for pair in ordered]
+    else:
+        lit = [piece.replace("%", "%%") for piece, _name, _spec, _conv in fields]
+        fmt = lit[0] + "%s" + lit[1] + "%s" + "".join(lit[2:])
+        ordered = zip(others, lines) if names[0] == "other" else zip(lines, others)
+        messages = [fmt % pair for pair in ordered]
     return list(map(Finding, repeat(rule_id), repeat(rule.severity), lines, messages, repeat(rule.fix)))
 
 
-USE_C = True  # tests turn the C builder off to compare it with the Python one
-
-
-def _pairs_in_c():
-    return native.fastcols.pair_findings if USE_C and native.fastcols is not None else None
-
-
 def sort_findings(findings: list[Finding]) -> None:
-    """Sort in place by `Finding.sort_key`. Tens of thousands of findings (duplicates) mostly on lines of
-    their own: sorted by line in C, then only the runs that share a line by the full key."""
-    findings.sort(key=_LINE)
-    lines = list(map(_LINE, findings))
-    ties = [i for i, (a, b) in enumerate(zip(lines, lines[1:])) if a == b]
-    k = 0
-    while k < len(ties):  # each run of equal lines: [ties[k], end]
-        start = end = ties[k]
-        while k < len(ties) and ties[k] == end:
-            end += 1
-            k += 1
-        findings[start:end + 1] = sorted(findings[start:end + 1], key=Finding.sort_key)
+    """Sort in place by `Finding.sort_key` (stable: findings with equal keys keep their order)."""
+    findings.sort(key=Finding.sort_key)
 
 
 def count_by_severity(findings) -> dict[str, int]:

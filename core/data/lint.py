@@ -3,10 +3,11 @@ and `fix` share.
 
     report = lint_file("data/support_messy.jsonl", LintOptions(cutoff_len=1024, jobs=2))
 
-UTF-8 JSON Lines take the hot loop (`hotloop.scan_jsonl_part`), split by byte offset across `jobs`
-worker processes whose results are merged with global line numbers (`parts`); duplicates across parts
-are found from the merged fingerprints. Other layouts and encodings take the general loop
-(`scan.scan_records`). Near duplicates and exact token counts are opt-in passes after the scan.
+UTF-8 JSON Lines are decoded with msgspec (`jsonl_scan.scan_jsonl_part`), in chunks cut at line starts
+and scanned by `jobs` worker processes whose results are merged with global line numbers
+(`parallel_scan`); duplicates across chunks are found from the merged fingerprints (`duplicates`). Other
+layouts and encodings take the general loop (`scan.scan_records`). Near duplicates and exact token
+counts are opt-in passes after the scan.
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ from typing import Callable
 
 from core.data.findings import (ERROR, INFO, NONE, SAFE, WARNING, Finding, count_by_severity, finding,
                                    findings_for_pairs, sort_findings)
-from core.data.fingerprints import find_duplicates
+from core.data.duplicates import find_duplicates
+from core.data.lint_progress import LintProgress
+from core.data.parallel_scan import merge_parts, plan_spans, run_parts
 from core.data.reader import (CSV, EMPTY, JSON_ARRAY, JSON_STREAM, JSONL, TEXT, FileProbe, ReadNotes,
                                  iter_records, probe_file)
-from core.data.parts import LintProgress, merge_parts, plan_spans, run_parts
 from core.data.scan import PartResult, ScanContext, paused_gc, scan_records, severity_of_key_change
 from core.data.schema import ALPACA, UNKNOWN, Schema, detect_schema
 from core.data.stats import DatasetStats, StatsAccumulator, build_stats
@@ -225,7 +227,8 @@ def lint_file(path: str | os.PathLike, options: LintOptions | None = None,
                       escaped=any(b"\\u" in rec.raw for rec, _v in rows))
 
     if probe.layout == JSONL and enc.is_utf8:
-        results = run_parts(ctx, plan_spans(probe.path, probe.size, opts.jobs), opts.start_method, progress)
+        results = run_parts(ctx, plan_spans(probe.path, probe.size, opts.jobs), opts.jobs, opts.start_method,
+                            progress)
     else:
         notes = ReadNotes()
         results = [scan_records(ctx, iter_records(probe, notes), notes)]

@@ -1,9 +1,11 @@
-"""Near duplicates (opt-in, `lint --near-dups`): streaming MinHash over character 5-grams, LSH bands,
-each candidate verified on its signature (estimated Jaccard ≥ 0.8, table A4 rule 19).
+"""Near duplicates (opt-in, `lint --near-dups`): datasketch's MinHash over character 5-grams and its LSH
+index (threshold 0.8), each candidate verified on its signature (estimated Jaccard ≥ 0.8, table A4
+rule 19).
 
 Rows are read once in file order; each row is compared with the rows before it, then added. Memory
-grows with the rows (~1 KB each: a 64-value signature and 8 band keys), which is why it is opt-in.
-Exact duplicates are skipped (lint reports them already). numpy does the hashing arithmetic.
+grows with the rows (a 64-value signature each, and the LSH bands), which is why it is opt-in. Exact
+duplicates are skipped (lint reports them already). The 5-grams are hashed with xxhash, so the result
+is the same in every process and every run.
 """
 
 from __future__ import annotations
@@ -11,57 +13,39 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterable
 
+from xxhash import xxh32_intdigest
+
+from core.data.lint_progress import LintProgress
 from core.data.reader import FileProbe, ReadNotes, iter_records
 from core.data.schema import Schema, check_row
 
 NUM_PERM = 64
-BANDS, ROWS_PER_BAND = 8, 8  # LSH threshold ≈ (1/8)^(1/8) ≈ 0.77
 THRESHOLD = 0.8
 SHINGLE = 5
-_MERSENNE = (1 << 61) - 1
 _WS = re.compile(r"\s+")
 
 
-class MinHasher:
-    def __init__(self, num_perm: int = NUM_PERM, seed: int = 1) -> None:
-        import numpy as np
-
-        self.np = np
-        rng = np.random.RandomState(seed)
-        self.a = rng.randint(1, _MERSENNE, size=num_perm, dtype=np.uint64)
-        self.b = rng.randint(0, _MERSENNE, size=num_perm, dtype=np.uint64)
-
-    def signature(self, text: str):
-        np = self.np
-        text = _WS.sub(" ", text.lower()).strip()
-        if len(text) < SHINGLE:
-            grams = {text}
-        else:
-            grams = {text[i:i + SHINGLE] for i in range(len(text) - SHINGLE + 1)}
-        hv = np.fromiter((hash(g) & 0xFFFFFFFF for g in grams), dtype=np.uint64, count=len(grams))
-        # (a*x + b) mod p on 61-bit values, done in uint64 with wrap-around, then 32 bits kept
-        phv = (self.a[:, None] * hv[None, :] + self.b[:, None]) % np.uint64(_MERSENNE)
-        return (phv.min(axis=1) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+def shingles(text: str) -> list[bytes]:
+    text = _WS.sub(" ", text.lower()).strip()
+    grams = {text} if len(text) < SHINGLE else {text[i:i + SHINGLE] for i in range(len(text) - SHINGLE + 1)}
+    return [g.encode("utf-8", "surrogatepass") for g in grams]
 
 
 def find_near_duplicates(probe: FileProbe, schema: Schema, *, skip_lines: Iterable[int] = (),
-                         progress: Callable | None = None) -> list[tuple[int, int, float]]:
+                         progress: Callable[[LintProgress], None] | None = None) -> list[tuple[int, int, float]]:
     """(line, earlier similar line, estimated Jaccard) for each near duplicate, in file order."""
     import orjson
+    from datasketch import MinHash, MinHashLSH
 
     from core.data.json_repair import diagnose
 
-    hasher = MinHasher()
-    np = hasher.np
     skip = set(skip_lines)
-    tables: list[dict[bytes, int]] = [{} for _ in range(BANDS)]
-    signatures: list = []
+    lsh = MinHashLSH(threshold=THRESHOLD, num_perm=NUM_PERM)
+    signatures: list[MinHash] = []
     lines: list[int] = []
     found: list[tuple[int, int, float]] = []
     for n, rec in enumerate(iter_records(probe, ReadNotes())):
         if progress and n % 2000 == 0:
-            from core.data.lint import LintProgress
-
             progress(LintProgress("near-duplicates", n, 0))
         if rec.line in skip:
             continue
@@ -74,20 +58,16 @@ def find_near_duplicates(probe: FileProbe, schema: Schema, *, skip_lines: Iterab
             if view is None:
                 continue
             text = "\n".join(str(x) for x in view.prompt if isinstance(x, str)) + "\n" + view.output
-            sig = hasher.signature(text)
-            raw = sig.tobytes()
-            keys = [raw[i * ROWS_PER_BAND * 4:(i + 1) * ROWS_PER_BAND * 4] for i in range(BANDS)]
-            candidates = {tables[i][k] for i, k in enumerate(keys) if k in tables[i]}
+            sig = MinHash(num_perm=NUM_PERM, seed=1, hashfunc=xxh32_intdigest)
+            sig.update_batch(shingles(text))
             best = None
-            for c in candidates:
-                j = float(np.count_nonzero(signatures[c] == sig)) / NUM_PERM
+            for c in sorted(lsh.query(sig)):
+                j = sig.jaccard(signatures[c])
                 if j >= THRESHOLD and (best is None or j > best[1]):
                     best = (c, j)
             if best is not None:
                 found.append((rec.line, lines[best[0]], best[1]))
-            index = len(signatures)
+            lsh.insert(len(signatures), sig, check_duplication=False)
             signatures.append(sig)
             lines.append(rec.line)
-            for i, k in enumerate(keys):
-                tables[i].setdefault(k, index)
     return found

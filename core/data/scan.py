@@ -1,11 +1,10 @@
-"""The lint scan of one part of a file: the exact per-row path (`Sink`), and the general loop for
-everything but UTF-8 JSON Lines (arrays, pretty objects, UTF-16, GB18030 files). The hot loop for
-UTF-8 JSON Lines is in `core.data.hotloop` and falls back to `Sink` for unusual rows.
+"""The lint scan's exact per-row path (`Sink`: orjson and the checks of `schema.check_row`), and the
+general loop for everything but UTF-8 JSON Lines (arrays, pretty objects, UTF-16, GB18030 files).
+UTF-8 JSON Lines are scanned by `core.data.jsonl_scan`, which sends `Sink` the lines msgspec rejects.
 
-A part is a byte range that starts at a line start, so `--jobs N` workers can each scan one. Line
-numbers inside a worker's part are relative; the messages carry them as `LineNo` markers that the merge
+A chunk is a byte range that starts at a line start, so `--jobs N` workers can each scan one. Line
+numbers inside a chunk are relative; the messages carry them as `LineNo` markers that the merge
 rewrites (`relocate`), so a translated message can put the number anywhere.
-
 """
 
 from __future__ import annotations
@@ -17,11 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from core.data import content
-from core.data.json_repair import diagnose, duplicate_keys
+from core.data.content_hints import row_may_hit
+from core.data.duplicates import Fingerprints, prompt_hash, text_hash
 from core.data.findings import ERROR, INFO, NONE, Finding, finding
-from core.data.fingerprints import SPILL_AT_END, Fingerprints
-from core.data.prefilter import row_may_hit
-from core.data.reader import ReadNotes, Record
+from core.data.json_repair import diagnose, duplicate_keys
+from core.data.records import ReadNotes, Record
 from core.data.schema import ALPACA, RowView, Schema, check_row
 from core.data.stats import StatsAccumulator, cjk_chars, estimate_tokens
 from core.i18n import _
@@ -72,8 +71,7 @@ class PartResult:
     rows: int = 0  # values seen (a broken line counts 1, a line with 2 objects counts 2)
     good: int = 0  # rows that can train as they are or after fixes
     lines: int = 0  # physical lines in the part
-    fingerprints: Fingerprints = field(default_factory=Fingerprints)  # rows of the hot loop
-    slow_fingerprints: Fingerprints = field(default_factory=Fingerprints)  # rows of the exact path
+    fingerprints: Fingerprints = field(default_factory=Fingerprints)
     stats: StatsAccumulator | None = None
     keys_first: dict[str, tuple[int, int]] = field(default_factory=dict)  # key → (line, byte offset)
     notes: ReadNotes = field(default_factory=ReadNotes)
@@ -120,16 +118,20 @@ class Sink:
                 "(with --yes)", line=line, key=dups[0])))
 
     def row(self, value: Any, raw: bytes, line: int, offset: int, fix: str) -> RowView | None:
-        out = self.out
-        view = check_row(value, line, self.schema, out)
+        view = check_row(value, line, self.schema, self.out)
         if view is None:
             return None
-        self.r.good += 1
         if (isinstance(value, dict) and self.schema.kind == ALPACA and self.schema.prompt in value
                 and self.schema.response in value):
             for k in value:
                 if k not in self.expected and k not in self.r.keys_first:
                     self.r.keys_first[k] = (line, offset)
+        return self.accept(view, raw, line)
+
+    def accept(self, view: RowView, raw: bytes, line: int) -> RowView:
+        """The checks and numbers of a row that can train."""
+        out = self.out
+        self.r.good += 1
         if not view.output.strip():
             out.append(finding("empty-output", line, _(
                 "L{line}: empty output (trains on an empty target); fix drops the row (with --yes)", line=line)))
@@ -142,7 +144,7 @@ class Sink:
                 "L{line}: ~{tokens} tokens > cutoff_len {cutoff}; will be truncated (raise cutoff_len or shorten "
                 "the row)", line=line, tokens=tokens, cutoff=self.ctx.cutoff_len)))
         self.stats.add_row(view.lengths, cjk, tokens)
-        self.r.slow_fingerprints.add(int(line), hash(view.prompt), hash(view.output))
+        self.r.fingerprints.add(int(line), prompt_hash(view.prompt), text_hash(view.output))
         return view
 
 
@@ -165,14 +167,12 @@ def scan_records(ctx: ScanContext, records: Iterable[Record], notes: ReadNotes) 
     sink = Sink(ctx, result)
     for n, rec in enumerate(records):
         if n % 65536 == 65535:
-            result.slow_fingerprints.maybe_spill()
+            result.fingerprints.maybe_spill()
         if rec.decoded == "invalid":
             result.findings.append(finding("encoding", rec.line, _(
                 "L{line}: bytes are neither UTF-8 nor GB18030; fix drops the line into the rejects file",
                 line=rec.line), fix=NONE))
         sink.record(rec)
-    if result.slow_fingerprints.total > SPILL_AT_END:
-        result.slow_fingerprints.spill()
     result.notes = notes
     result.lines = notes.lines
     return result
@@ -221,5 +221,3 @@ def paused_gc():
 
 def severity_of_key_change(offset: int) -> str:
     return ERROR if offset >= HF_CHUNK_BYTES else INFO
-
-

@@ -7,11 +7,8 @@ token, CJK ~1 token per character (conservative for llama3/qwen vocabularies), p
 
 from __future__ import annotations
 
-import sys
-from array import array
+from collections import Counter
 from dataclasses import dataclass, field
-
-from core.data import native
 
 EXACT_CAP = 8192
 TEMPLATE_OVERHEAD = 8  # special tokens and role headers a chat template adds to one turn
@@ -34,77 +31,55 @@ def cjk_chars(text: str) -> int:
 
 def _bucket(value: int) -> int:
     """Values ≥ EXACT_CAP rounded down to 3 significant digits."""
+    if value < EXACT_CAP:
+        return value
     scale = 10 ** max(0, len(str(value)) - 3)
     return value // scale * scale
 
 
 class Histogram:
-    __slots__ = ("exact", "big", "count", "total", "max")
+    """Counts of values (`collections.Counter`): exact below EXACT_CAP, 3 significant digits above (the
+    exact maximum is kept), so its size stays bounded whatever the number of rows."""
+
+    __slots__ = ("counts", "top", "count", "total", "max")
+    COMPACT_AT = 1 << 15  # distinct values held before the large ones are rounded
 
     def __init__(self) -> None:
-        self.exact = array("q", bytes(8 * EXACT_CAP))
-        self.big: dict[int, int] = {}
-        self.count = 0
-        self.total = 0
-        self.max = 0
+        self.counts: Counter[int] = Counter()
+        self.top = 0  # the largest value rounded away by _compact
+        self.count = self.total = self.max = 0
 
     def add(self, value: int) -> None:
-        if value < EXACT_CAP:
-            self.exact[value] += 1
-        else:
-            b = _bucket(value)
-            self.big[b] = self.big.get(b, 0) + 1
-            if value > self.max:
-                self.max = value
+        self.counts[value] += 1
 
-    def finish(self) -> None:
-        """Recompute count/total/max from the buckets (the hot loop only calls add)."""
-        count = total = 0
-        top = 0
-        for v, c in enumerate(self.exact):
-            if c:
-                count += c
-                total += v * c
-                top = v
-        for v, c in self.big.items():
-            count += c
-            total += v * c
-        self.count, self.total = count, total
-        self.max = max(top, self.max, max(self.big, default=0))
+    def update(self, values) -> None:
+        self.counts.update(values)
+        if len(self.counts) > self.COMPACT_AT:
+            self._compact()
 
     def merge(self, other: "Histogram") -> None:
-        """Add another part's counts (a --jobs lint merges one histogram per span: the C extension or
-        numpy adds the exact counts in place, ~1000x faster than the loop they fall back to)."""
-        np = sys.modules.get("numpy")
-        if native.fastcols is not None:
-            native.fastcols.add_into(self.exact, other.exact)
-        elif np is not None:
-            mine = np.frombuffer(self.exact, dtype=np.int64)
-            mine += np.frombuffer(other.exact, dtype=np.int64)
-        else:
-            ex = self.exact
-            for i, c in enumerate(other.exact):
-                if c:
-                    ex[i] += c
-        for v, c in other.big.items():
-            self.big[v] = self.big.get(v, 0) + c
-        self.max = max(self.max, other.max)
+        """Add another part's counts (a --jobs lint merges one histogram per chunk)."""
+        self.counts.update(other.counts)
+        self.top = max(self.top, other.top)
 
-    def __getstate__(self):
-        return (self.exact.tobytes(), self.big, self.max)
+    def _compact(self) -> None:
+        big = [v for v in self.counts if v >= EXACT_CAP and _bucket(v) != v]
+        if big:
+            self.top = max(self.top, *big)
+            for v in big:
+                self.counts[_bucket(v)] += self.counts.pop(v)
 
-    def __setstate__(self, state):
-        raw, self.big, self.max = state
-        self.exact = array("q")
-        self.exact.frombytes(raw)
-        self.count = self.total = 0
+    def finish(self) -> None:
+        """count/total/max from the counts; the large values rounded for percentiles and bins."""
+        self._compact()
+        self.count = sum(self.counts.values())
+        self.total = sum(v * c for v, c in self.counts.items())
+        self.max = max(self.top, max(self.counts, default=0))
 
     def _items(self):
-        for v, c in enumerate(self.exact):
-            if c:
-                yield v, c
-        for v in sorted(self.big):
-            yield v, self.big[v]
+        for v in sorted(self.counts):
+            if self.counts[v]:
+                yield v, self.counts[v]
 
     def percentile(self, p: float) -> int:
         if not self.count:
@@ -118,8 +93,7 @@ class Histogram:
         return self.max
 
     def above(self, threshold: int) -> int:
-        n = sum(c for v, c in enumerate(self.exact) if v > threshold) if threshold < EXACT_CAP else 0
-        return n + sum(c for v, c in self.big.items() if v > threshold)
+        return sum(c for v, c in self.counts.items() if v > threshold and (v >= EXACT_CAP or threshold < EXACT_CAP))
 
     def percentiles(self) -> dict[str, int]:
         out = {f"p{p}": self.percentile(p) for p in PERCENTILES}

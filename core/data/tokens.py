@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from core.data.findings import Finding, finding
+from core.data.lint_progress import LintProgress
 from core.data.reader import FileProbe, ReadNotes, iter_records
 from core.data.schema import Schema, check_row
 from core.data.stats import TEMPLATE_OVERHEAD, Histogram
@@ -90,8 +91,6 @@ def count_tokens(probe: FileProbe, schema: Schema, tokenizer: str, cutoff_len: i
         if len(text_batch) >= BATCH:
             flush()
             if progress:
-                from core.data.lint import LintProgress
-
                 progress(LintProgress("tokens", n, 0))
     if text_batch:
         flush()

@@ -161,11 +161,7 @@ def setup_train(venv: Path) -> None:
     hw = detect_hardware()
     choice = choose_torch(hw)
     extras = ["train", "test"] + {"rocm": ["amd"], "nvidia": ["nvidia"]}.get(hw.kind, [])
-    # setup.py builds the lint's C extension (core/data/_*.c, in place, with the editable install): a
-    # change to it must rebuild it, or the lint would run a stale build
-    sources = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "core" / "dataset").glob("_*.c"))
-    fp = fingerprint("train", choice.kind, choice.index_url or "", ",".join(extras),
-                     files=("setup.py", *sources))
+    fp = fingerprint("train", choice.kind, choice.index_url or "", ",".join(extras))
     stamp = venv / ".devtune-stamp"
     say(f"hardware: {hw.kind} ({hw.evidence})")
     say(f"torch build: {choice.reason}")

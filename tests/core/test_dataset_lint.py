@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from core.data import fingerprints
+from core.data import duplicates
 from core.data.findings import RULES
 from core.data.lint import LintOptions, lint_file
 
@@ -225,8 +225,8 @@ def test_jobs_and_loops_agree(tmp_path):
     one = lint_file(p, LintOptions(jobs=1))
     two = lint_file(p, LintOptions(jobs=2))
     spawn = lint_file(p, LintOptions(jobs=2, start_method="spawn"))
-    with pytest.MonkeyPatch.context() as m:  # workers hand their fingerprints over on disk past their share
-        m.setattr(fingerprints, "SPILL_AT_END", 1000)
+    with pytest.MonkeyPatch.context() as m:  # workers and the parent put the fingerprints on disk past 1000
+        m.setattr(duplicates, "SPILL_ROWS", 1000)
         spilled = lint_file(p, LintOptions(jobs=2, start_method="fork"))
     key = lambda r: [(f.rule, f.line, f.message) for f in r.findings]  # noqa: E731
     assert key(one) == key(two) == key(spawn) == key(spilled)
@@ -247,9 +247,9 @@ def _two_part_file(tmp_path):
 
 
 def test_spans_cover_the_file_at_line_starts(tmp_path, monkeypatch):
-    import core.data.parts as parts
+    import core.data.parallel_scan as parallel_scan
 
-    monkeypatch.setattr(parts, "MIN_CHUNK_BYTES", 64 << 10)
+    monkeypatch.setattr(parallel_scan, "MIN_CHUNK_BYTES", 64 << 10)
 
     p = tmp_path / "spans.jsonl"
     text = "\n".join(row(i) for i in range(200000)) + "\n"
@@ -257,22 +257,22 @@ def test_spans_cover_the_file_at_line_starts(tmp_path, monkeypatch):
     size = p.stat().st_size
     data = p.read_bytes()
     for jobs in (1, 2, 3, 8):
-        plan = parts.plan_spans(p, size, jobs)
-        spans = plan.spans
+        spans = parallel_scan.plan_spans(p, size, jobs)
         assert spans[0][0] == 0 and spans[-1][1] == size
         assert all(b == c for (_a, b), (c, _d) in zip(spans, spans[1:]))  # contiguous, no gap, no overlap
         assert all(a == 0 or data[a - 1:a] == b"\n" for a, _b in spans)
-        assert plan.main == min(jobs, size // parts.MIN_PART_BYTES) and (jobs == 1) == (len(spans) == 1)
+        workers = parallel_scan.workers_for(size, jobs)
+        assert workers == min(jobs, size // parallel_scan.MIN_PART_BYTES) and (jobs == 1) == (len(spans) == 1)
         if jobs > 1:
-            tail = [b - a for a, b in plan.tail]
-            assert sum(tail) * 4 <= size + 4096 and len(tail) > 2
-            assert all(b <= a + 200 for a, b in zip(tail, tail[1:]))  # smaller and smaller (± a line)
-            assert tail[0] > 4 * tail[-2] and max(tail[-2:]) < (64 << 10) + 4096
+            sizes = [b - a for a, b in spans]
+            assert len(spans) > 2 * workers  # more chunks than workers: the free one takes the next
+            assert all(b <= a + 200 for a, b in zip(sizes, sizes[1:]))  # smaller and smaller (± a line)
+            assert sizes[0] > 4 * sizes[-2] and max(sizes[-2:]) < (64 << 10) + 4096
 
 
 def test_jobs_progress_counts_every_process_bytes(tmp_path):
-    """The progress a --jobs lint reports is the bytes all processes scanned (a shared count), rising
-    to the file's size, not the parent's own share."""
+    """The progress a --jobs lint reports is the bytes all processes scanned, rising to the file's
+    size, not one process's share."""
     p = _two_part_file(tmp_path)
     size = p.stat().st_size
     seen = []
@@ -284,34 +284,32 @@ def test_jobs_progress_counts_every_process_bytes(tmp_path):
     assert [x.phase for x in seen][-1] == "duplicates"
 
 
-@pytest.mark.parametrize("slow", ["parent", "worker"])
-def test_the_tail_goes_to_whichever_process_is_free(tmp_path, monkeypatch, slow):
-    """The tail's chunks are taken from a shared counter: a slow worker leaves them all to the parent,
-    a slow parent to the worker; either way the merged report is the one process's report."""
+def test_the_tail_goes_to_whichever_process_is_free(tmp_path, monkeypatch):
+    """Each worker takes the next chunk when it is free: a worker slowed on its first chunk leaves the
+    rest to the other; the merged report is still the one process's report."""
     import time
 
-    import core.data.parts as parts
+    import core.data.parallel_scan as parallel_scan
 
     p = _two_part_file(tmp_path)
     want = lint_file(p, LintOptions(jobs=1))
-    scan = parts.scan_jsonl_part
-    parent = os.getpid()
-    taken = []
+    scan = parallel_scan.scan_jsonl_part
+    log = tmp_path / "taken"
+    log.mkdir()
 
     def slowed(ctx, start, end, relative, progress=None):
-        me = "parent" if os.getpid() == parent else "worker"
-        if me == "parent":
-            taken.append(start)
-        if me == slow and start in main_starts:
+        (log / f"{start}").write_text(str(os.getpid()))
+        if start == 0:
             time.sleep(1.5)
         return scan(ctx, start, end, relative, progress)
 
-    plan = parts.plan_spans(p, p.stat().st_size, 2)
-    main_starts = {a for a, _b in plan.spans[:plan.main]}
-    monkeypatch.setattr(parts, "scan_jsonl_part", slowed)
+    spans = parallel_scan.plan_spans(p, p.stat().st_size, 2)
+    monkeypatch.setattr(parallel_scan, "scan_jsonl_part", slowed)
     got = lint_file(p, LintOptions(jobs=2, start_method="fork"))
-    tail = [a for a, _b in plan.tail]
-    assert taken == ([0] + tail if slow == "worker" else [0])
+    taken = {int(f.name): f.read_text() for f in log.iterdir()}
+    assert sorted(taken) == [a for a, _b in spans]
+    slow = taken[0]
+    assert [pid for pid in taken.values()].count(slow) < len(spans) // 2  # the other worker took the tail
     assert [(f.rule, f.line, f.message) for f in got.findings] == [(f.rule, f.line, f.message)
                                                                    for f in want.findings]
     assert got.stats.to_json() == want.stats.to_json() and got.rows == want.rows
@@ -321,9 +319,9 @@ def test_the_tail_goes_to_whichever_process_is_free(tmp_path, monkeypatch, slow)
 def test_a_failing_jobs_worker_fails_the_lint_with_a_clear_error(tmp_path, monkeypatch, how):
     """A worker's exception, or a worker killed outright, ends the lint with an error that names the
     part; never a hang waiting for a result that will not come."""
-    import core.data.parts as parts
+    import core.data.parallel_scan as parallel_scan
 
-    scan = parts.scan_jsonl_part
+    scan = parallel_scan.scan_jsonl_part
     parent = os.getpid()
 
     def flaky(ctx, start, end, relative, progress=None):
@@ -333,7 +331,7 @@ def test_a_failing_jobs_worker_fails_the_lint_with_a_clear_error(tmp_path, monke
             raise OSError("disk went away")
         return scan(ctx, start, end, relative, progress)
 
-    monkeypatch.setattr(parts, "scan_jsonl_part", flaky)
+    monkeypatch.setattr(parallel_scan, "scan_jsonl_part", flaky)
     with pytest.raises(RuntimeError) as err:
         lint_file(_two_part_file(tmp_path), LintOptions(jobs=2, start_method="fork"))
     assert "the lint worker for bytes" in str(err.value)
@@ -364,34 +362,40 @@ def test_json_contract(tmp_path):
 def test_spilled_fingerprints_find_the_same(tmp_path, monkeypatch):
     """Memory stays bounded: fingerprints go to disk buckets, and duplicates are still all found."""
     import glob
+    import tempfile
 
-    import core.data.hotloop as hotloop
-    from core.data.fingerprints import Fingerprints, _find_with_dicts, find_duplicates
+    from core.data.duplicates import Fingerprints, find_duplicates
 
     lines = [row(i % 900, output=f"answer {i % 1300} long enough to be real") for i in range(20000)]
     p = tmp_path / "d.jsonl"
     p.write_text("\n".join(lines) + "\n")
     plain = lint_file(p)
-    monkeypatch.setattr(hotloop, "FOLD_ROWS", 700)
-    monkeypatch.setattr(hotloop, "SPILL_ROWS", 1500)
+    monkeypatch.setattr(duplicates, "SPILL_ROWS", 1500)
     spilled = lint_file(p)
     assert plain.stats.duplicates > 1000 and plain.stats.conflicts > 1000
     assert [(f.rule, f.line, f.message) for f in spilled.findings] == [(f.rule, f.line, f.message)
                                                                         for f in plain.findings]
-    assert not glob.glob(str(Path(__import__("tempfile").gettempdir()) / "devtune-fingerprints-*"))
-    parts = []
+    assert not glob.glob(str(Path(tempfile.gettempdir()) / "devtune-fingerprints-*"))
+    parts, rows = [], []
     for k in range(3):
         fp = Fingerprints()
         for i in range(400):
-            fp.add(i + 1, (i * 7 + k) % 50, i % 3)
+            fp.add(i + 1, ((i * 7 + k) % 50) << 58 | k, i % 3)  # every bucket, and several in one
+            rows.append((k * 1000 + i + 1, ((i * 7 + k) % 50) << 58 | k, i % 3))
         if k != 1:
             fp.spill()
         parts.append(fp.shifted(k * 1000))
     got = find_duplicates(parts)
-    want = _find_with_dicts([Fingerprints(*(__import__("array").array("q", [r[i] for r in rows])
-                                            for i in range(3)))
-                             for rows in [[(line, pr, o) for b in range(64) for line, pr, o in
-                                           zip(*(x.tolist() for x in fp.bucket_rows(b)))] for fp in parts]])
-    assert got.duplicates == sorted(want.duplicates) and got.conflicts == sorted(want.conflicts)
+    first_pair, first_prompt, want_d, want_c = {}, {}, [], []  # the plain reference, in line order
+    for line, pr, o in sorted(rows):
+        if (pr, o) in first_pair:
+            want_d.append((line, first_pair[(pr, o)]))
+            continue
+        first_pair[(pr, o)] = line
+        if pr not in first_prompt:
+            first_prompt[pr] = (line, o)
+        elif first_prompt[pr][1] != o:
+            want_c.append((line, first_prompt[pr][0]))
+    assert got.duplicates == want_d and got.conflicts == want_c and want_d and want_c
     for fp in parts:
         fp.discard()
