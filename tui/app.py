@@ -227,9 +227,12 @@ class DevtuneApp(App[int]):
     def action_help(self) -> None:
         from tui.help import HelpScreen, binding_rows
 
+        from screens.base import key_map_rows
+
         here = [a.binding for a in self.screen.active_bindings.values() if a.node is not self]
         self.push_screen(HelpScreen([
             (_("This step"), binding_rows(here)),
+            (_("The same key on every step"), key_map_rows()),
             (_("Everywhere"), binding_rows(list(self.BINDINGS)) + [("1-6", _("Go to step 1-6"))]),
         ]))
 
