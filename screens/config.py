@@ -4,10 +4,10 @@ and the launch command side by side. Saving writes configs/ through core.config.
 
 from __future__ import annotations
 
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.reactive import var
 from textual.timer import Timer
 
 from core.config.form import FIELDS, form_values, placeholder, spec_from_form
@@ -16,7 +16,7 @@ from core.i18n import _
 from core.config.templates import BUILTIN
 from core.config.presets import PRESETS
 from core.config.spec import ATTENTIONS, PRECISIONS, SCHEDULERS, TrainSpec
-from screens.base import StepScreen
+from screens.base import Job, StepScreen, UserError, step_binding
 from tui.widgets.field_form import FieldForm, FormRow
 from tui.widgets.files_preview import FilesPreview
 from tui.widgets.findings_view import FindingsView
@@ -87,20 +87,23 @@ def form_rows() -> list[FormRow]:
 class ConfigScreen(StepScreen):
     STEP_ID = "config"
     BINDINGS = [
-        Binding("ctrl+s", "save", _("Save config"), id="config.save"),
-        Binding("f5", "check", _("Check with LLaMA-Factory"), id="config.check"),
-        Binding("ctrl+r", "reload", _("Reload from disk"), id="config.reload"),
+        step_binding("config", "run", "save", _("Save config"),
+                     tooltip=_("write configs/train.yaml (and the DeepSpeed JSON) from the form")),
+        step_binding("config", "save", "save", _("Save config"), show=False),
+        step_binding("config", "check", "check", _("Check with LLaMA-Factory"),
+                     tooltip=_("ask LLaMA-Factory's own argument parser about this config (a few seconds)")),
+        step_binding("config", "refresh", "reload", _("Reload from disk"),
+                     tooltip=_("read configs/train.yaml again, dropping the form's changes")),
     ]
-    DEFAULT_CSS = """
-    ConfigScreen #config-columns { height: 1fr; }
-    ConfigScreen #config-left { width: 1fr; min-width: 50; }
-    ConfigScreen #config-right { width: 1fr; padding-left: 1; }
-    """
+
+    # what the screen shows follows this: (core.config.files preview, extra findings) of the current spec
+    shown: var[tuple | None] = var(None)
+    CSS_PATH = "../tui/styles/config.tcss"
 
     @property
     def INTRO(self) -> str:  # noqa: N802 - StepScreen's attribute, translated when shown
         return _("Choose how to train. The form writes LLaMA-Factory's own YAML, the DeepSpeed JSON and the "
-                 "command; the gauge says whether it fits the GPU. ctrl+s saves, F5 asks LLaMA-Factory itself.")
+                 "command; the gauge says whether it fits the GPU. F5 saves, F6 asks LLaMA-Factory itself.")
 
     def __init__(self) -> None:
         super().__init__()
@@ -108,7 +111,6 @@ class ConfigScreen(StepScreen):
         self.config_path = "configs/train.yaml"
         self.catalog = BUILTIN
         self.found: list[tuple[str, int]] = []
-        self.shown = None
         self._timer: Timer | None = None
         self._form_errors: dict[str, str] = {}
         self._force_save = False
@@ -129,38 +131,41 @@ class ConfigScreen(StepScreen):
 
     def on_mount(self) -> None:
         self.load_config()
-        self.load_templates()
+        self.run_background(self._read_templates, self.ws, group="config-templates",
+                            description=_("reading LLaMA-Factory's template list"), done=self._templates_loaded)
 
     # loading
-    @work(thread=True, exclusive=True, exit_on_error=False, group="config-load",
-          description=_("reading the training config"))
     def load_config(self) -> None:
+        self.run_background(self._read_config, self.ws, self.state.dataset_name, group="config-load",
+                            description=_("reading the training config"), done=self._loaded)
+
+    @staticmethod
+    def _read_config(job: Job, ws, dataset_name: str | None) -> tuple:
         from core.config.files import ConfigMissing, current_config_path, found_gpus, load_config, registered_datasets
         from core.config.presets import preset_spec
-        from core.setup.tinymodel import TINY_NAME
+        from core.config.starting_preset import starting_preset
         from core.config.yaml_in import ImportProblem
 
-        path = current_config_path(self.ws)
-        found = found_gpus(self.ws)
-        registered = registered_datasets(self.ws)
+        path = current_config_path(ws)
+        found = found_gpus(ws)
+        registered = registered_datasets(ws)
         note = None
         try:
-            loaded = load_config(self.ws, path)
+            loaded = load_config(ws, path)
             spec = loaded.spec
             if loaded.edited_by_hand:
                 note = _("{path} was edited by hand: the form shows the file", path=path)
         except (ConfigMissing, ImportProblem) as exc:
-            state = self.state
-            name = "cpu-demo" if (self.ws.models_dir / TINY_NAME / "config.json").exists() else "lora-1gpu"
-            spec = preset_spec(name, [state.dataset_name] if state.dataset_name else None)
+            name = starting_preset(ws)
+            spec = preset_spec(name, [dataset_name] if dataset_name else None)
             note = _("no config saved yet: starting from the {name} preset", name=name)
             if isinstance(exc, ImportProblem):
                 note = _("{path} cannot be read ({error}): the form starts from the {name} preset; saving "
                          "replaces the file only when asked twice", path=path, error=str(exc), name=name)
-        self.app.call_from_thread(self._loaded, spec, path, found, registered, note)
+        return spec, path, found, registered, note
 
-    def _loaded(self, spec: TrainSpec, path: str, found: list[tuple[str, int]], registered: list[str],
-                note: str | None) -> None:
+    def _loaded(self, loaded: tuple) -> None:
+        spec, path, found, registered, note = loaded
         self.spec, self.config_path, self.found = spec, path, found
         form = self.query_one(FieldForm)
         form.set_values({**form_values(spec), "preset": ""})
@@ -174,13 +179,11 @@ class ConfigScreen(StepScreen):
             self.notify(note, timeout=6)
         self.request_preview()
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="config-templates",
-          description=_("reading LLaMA-Factory's template list"))
-    def load_templates(self) -> None:
+    @staticmethod
+    def _read_templates(job: Job, ws):
         from core.config.templates import load_catalog
 
-        catalog = load_catalog(self.ws.cache_dir / "lf_templates.json")
-        self.app.call_from_thread(self._templates_loaded, catalog)
+        return load_catalog(ws.cache_dir / "lf_templates.json")
 
     def _templates_loaded(self, catalog) -> None:
         self.catalog = catalog
@@ -211,21 +214,22 @@ class ConfigScreen(StepScreen):
             self._force_save = False
             self.request_preview()
             if event.key == "model_name_or_path" and new.model_name_or_path != old.model_name_or_path:
-                self.suggest_template(old.model_name_or_path, new.model_name_or_path, new.template)
+                self.run_background(self._suggest_template, self.ws, self.catalog, old.model_name_or_path,
+                                    new.model_name_or_path, new.template, group="config-template",
+                                    description=_("looking up the model's template"),
+                                    done=lambda template: self._set_template(new.model_name_or_path, template))
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="config-template",
-          description=_("looking up the model's template"))
-    def suggest_template(self, old_model: str, new_model: str, current: str | None) -> None:
+    @staticmethod
+    def _suggest_template(job: Job, ws, catalog, old_model: str, new_model: str, current: str | None) -> str | None:
         """Like LlamaBoard: choosing a model fills in its template, unless the person chose another one."""
         from core.config.templates import default_template
 
-        before = default_template(old_model, self.catalog, self.ws.root)
-        after = default_template(new_model, self.catalog, self.ws.root)
-        if after and after != current and current in (None, before):
-            self.app.call_from_thread(self._set_template, new_model, after)
+        before = default_template(old_model, catalog, ws.root)
+        after = default_template(new_model, catalog, ws.root)
+        return after if after and after != current and current in (None, before) else None
 
-    def _set_template(self, model: str, template: str) -> None:
-        if self.spec is None or self.spec.model_name_or_path != model:
+    def _set_template(self, model: str, template: str | None) -> None:
+        if template is None or self.spec is None or self.spec.model_name_or_path != model:
             return
         self.query_one(FieldForm).set_values({"template": template})
         self.spec = self.spec.model_copy(update={"template": template})
@@ -240,23 +244,27 @@ class ConfigScreen(StepScreen):
 
     def _start_preview(self) -> None:
         if self.spec is not None:
-            self.compute_preview(self.spec)
+            self.run_background(self._preview, self.ws, self.spec, self.config_path, self.found, self.catalog,
+                                group="config-preview", description=_("computing the preview and memory fit"),
+                                done=lambda shown: self._adopt(shown, None))
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="config-preview",
-          description=_("computing the preview and memory fit"))
-    def compute_preview(self, spec: TrainSpec) -> None:
+    @staticmethod
+    def _preview(job: Job, ws, spec: TrainSpec, config_path: str, found, catalog):
         from core.config.files import preview
 
-        shown = preview(self.ws, spec, self.config_path, found=self.found, catalog=self.catalog)
-        self.app.call_from_thread(self._show, shown, None)
+        return preview(ws, spec, config_path, found=found, catalog=catalog)
 
-    def _show(self, shown, extra_findings) -> None:
+    def _adopt(self, shown, extra_findings) -> None:
+        if shown.spec is self.spec:  # else an older preview: a newer one is on its way
+            self.shown = (shown, list(extra_findings or []))
+
+    def watch_shown(self, view: tuple | None) -> None:
         from core.config.memfit import gib, verdict_label
 
-        if shown.spec is not self.spec:
-            return  # an older preview: a newer one is on its way
-        self.shown = shown
-        findings = list(shown.findings) + list(extra_findings or [])
+        if view is None:
+            return
+        shown, extra_findings = view
+        findings = list(shown.findings) + extra_findings
         order = {"error": 0, "warning": 1, "info": 2}
         findings.sort(key=lambda f: order[f.severity])
         self.query_one(FindingsView).show([(f.severity, f.message, f.fix) for f in findings], empty=_("no findings"))
@@ -291,30 +299,26 @@ class ConfigScreen(StepScreen):
         if self.spec is None or self._form_errors:
             self.notify(_("fix the marked fields first"), severity="warning")
             return
-        self.save_config(self.spec, self._force_save)
+        self.run_background(self._save, self.ws, self.spec, self.config_path, self._force_save, self.found,
+                            self.catalog, group="config-save", description=_("saving the training config"),
+                            done=self._saved, failed=lambda _e: setattr(self, "_force_save", True))
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="config-save",
-          description=_("saving the training config"))
-    def save_config(self, spec: TrainSpec, force: bool) -> None:
-        from core.files.atomic import FileExistsRefused
+    @staticmethod
+    def _save(job: Job, ws, spec: TrainSpec, config_path: str, force: bool, found, catalog):
         from core.config.files import preview, save_config
+        from core.files.atomic import FileExistsRefused
 
         try:
-            saved = save_config(self.ws, spec, self.config_path, force=force)
+            saved = save_config(ws, spec, config_path, force=force)
         except FileExistsRefused as exc:
-            self.app.call_from_thread(self._refused, str(exc.path))
-            return
-        shown = preview(self.ws, spec, self.config_path, found=self.found, catalog=self.catalog)
-        self.app.call_from_thread(self._saved, saved, shown)
+            raise UserError(_("{path} was not written by devtune (or was edited since): press F5 again to "
+                              "replace it", path=ws.rel(exc.path))) from exc
+        return saved, preview(ws, spec, config_path, found=found, catalog=catalog)
 
-    def _refused(self, path: str) -> None:
-        self._force_save = True
-        self.show_error(_("{path} was not written by devtune (or was edited since): press ctrl+s again to "
-                          "replace it", path=self.ws.rel(path)))
-
-    def _saved(self, saved, shown) -> None:
+    def _saved(self, result) -> None:
         from core.config.files import summary_line
 
+        saved, shown = result
         self.clear_error()
         self._force_save = False
         self.set_status("attention" if shown.errors else "done", summary_line(shown))
@@ -325,16 +329,16 @@ class ConfigScreen(StepScreen):
     def action_check(self) -> None:
         if self.spec is not None and not self._form_errors:
             self.notify(_("asking LLaMA-Factory's own parser (a few seconds)..."), timeout=4)
-            self.run_check(self.spec)
+            self.run_background(self._check, self.ws, self.spec, self.config_path, self.found, self.catalog,
+                                group="config-check", description=_("checking with LLaMA-Factory"),
+                                done=lambda checked: self._adopt(*checked))
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="config-check",
-          description=_("checking with LLaMA-Factory"))
-    def run_check(self, spec: TrainSpec) -> None:
-        from core.config.full_check import check_config, lf_findings
+    @staticmethod
+    def _check(job: Job, ws, spec: TrainSpec, config_path: str, found, catalog):
+        from core.config.lf_check import check_config, lf_findings
 
-        checked = check_config(self.ws, spec, self.config_path, found=self.found, catalog=self.catalog)
-        extra = lf_findings(spec, checked.llamafactory, checked.preview.targets)
-        self.app.call_from_thread(self._show, checked.preview, extra)
+        checked = check_config(ws, spec, config_path, found=found, catalog=catalog)
+        return checked.preview, lf_findings(spec, checked.llamafactory, checked.preview.targets)
 
     def action_reload(self) -> None:
         self.clear_error()

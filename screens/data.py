@@ -13,16 +13,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.message import Message
-from textual.widgets import Select, Static, TabbedContent, TabPane
-from textual.worker import get_current_worker
+from textual.reactive import var
+from textual.widgets import Button, Select, Static, TabbedContent, TabPane
 
 from core.i18n import _
-from screens.base import StepScreen
+from screens.base import HUMAN_RATE, Job, StepScreen, step_binding
 from tui.widgets.data_actions import DataActions
 from tui.widgets.data_file_tree import DataFileTree
 from tui.widgets.data_findings import DataFindings
@@ -37,20 +36,13 @@ TEMPLATES = ("llama3", "qwen", "qwen3_nothink", "chatml", "alpaca", "default", "
 
 class DataScreen(StepScreen):
     STEP_ID = "data"
-    DEFAULT_CSS = """
-    DataScreen #data-main { height: 1fr; }
-    DataScreen #data-left { width: 34; }
-    DataScreen #data-file-info { height: auto; padding: 0 1; color: $text-muted; }
-    DataScreen #data-tabs { width: 1fr; }
-    DataScreen #data-prompt-bar { height: auto; }
-    DataScreen #data-template { width: 24; }
-    DataScreen #data-prompt-title { width: 1fr; padding: 1 1 0 1; color: $text-muted; }
-    DataScreen #data-prompt { height: 9; border: round $panel-lighten-2; padding: 0 1; }
-    DataScreen #data-stats-text { height: auto; padding: 0 1; }
-    """
+    CSS_PATH = "../tui/styles/data.tcss"
     BINDINGS = [
+        step_binding("data", "run", "lint", _("Lint"), tooltip=_("check the file against every rule")),
+        Binding("l", "lint", _("Lint"), id="data.lint", show=False),
+        step_binding("data", "refresh", "reload", _("Reload files"),
+                     tooltip=_("read the workspace's files again, and the open file")),
         Binding("o", "open_tree", _("Files"), id="data.files", tooltip=_("choose a file in the workspace")),
-        Binding("l", "lint", _("Lint"), id="data.lint", tooltip=_("check the file against every rule")),
         Binding("f", "fix_preview", _("Fix"), id="data.fix",
                 tooltip=_("preview the fixed file; Write in the Fix & register tab writes it")),
         Binding("v", "convert_preview", _("Convert"), id="data.convert",
@@ -63,50 +55,26 @@ class DataScreen(StepScreen):
                 tooltip=_("show the row of the highlighted finding")),
     ]
 
+    # what the screen shows follows these
+    path: var[Path | None] = var(None)
+    report = var(None)  # the open file's core.data lint report, once linted
+    template: var[str] = var("llama3")
+    current_row = var(None, always_update=True)  # the highlighted core.data.preview.PreviewRow
+
     @dataclass
-    class Opened(Message):
+    class Opened:
         preview: object
         rows: list
-        seconds: float
-        painted: object = None  # threading.Event, set after the first page is drawn
-
-    @dataclass
-    class Indexing(Message):
-        done: int
-        total: int
-
-        def can_replace(self, message: Message) -> bool:
-            return isinstance(message, DataScreen.Indexing)
-
-    class Indexed(Message):
-        pass
-
-    @dataclass
-    class Linted(Message):
-        report: object
-        path: Path
-
-    @dataclass
-    class ActionDone(Message):
-        action: str
-        write: bool
-        lines: list
-        rows: list
-        result: object = None
-        error: bool = False
+        painted: threading.Event  # set after the first page is drawn: the index scan waits for it
 
     @property
     def INTRO(self) -> str:  # noqa: N802 - StepScreen's attribute, translated when shown
-        return _("Pick your data file (o). Lint it (l), then fix, convert and register it in the Fix & register "
-                 "tab: every write is previewed first. Findings jump to their row (enter).")
+        return _("Pick your data file (o). Lint it (F5 or l), then fix (f), convert (v) and register (g) it: every "
+                 "write is previewed first. Findings jump to their row (enter).")
 
     def __init__(self) -> None:
         super().__init__()
-        self.path: Path | None = None
         self.preview = None
-        self.report = None
-        self.template = "llama3"
-        self.current_row = None
         self.opened_at = 0.0
         self.first_page_seconds: float | None = None
 
@@ -137,9 +105,8 @@ class DataScreen(StepScreen):
                     yield DataActions(id="data-actions")
 
     def on_mount(self) -> None:
-        self.template = self.state.settings.get("data.template", "llama3")
-        if self.template in TEMPLATES:
-            self.query_one("#data-template", Select).value = self.template
+        template = self.state.settings.get("data.template", "llama3")
+        self.template = template if template in TEMPLATES else "llama3"
         remembered = self.state.dataset_file
         if remembered and self.ws.abs(remembered).is_file():
             self.open_file(self.ws.abs(remembered))
@@ -153,76 +120,91 @@ class DataScreen(StepScreen):
 
     def open_file(self, path: Path) -> None:
         self.clear_error()
-        self.path = Path(path)
+        self.preview = None
         self.report = None
+        self.current_row = None
+        self.path = Path(path)
         self.opened_at = time.perf_counter()
         self.first_page_seconds = None
         self.query_one("#data-file-info", Static).update(_("opening {name}…", name=self.path.name))
         self.query_one(DataActions).set_file(Path(self.ws.rel(self.path)))
-        self.query_one(DataFindings).show([])
-        self._open(self.path)
+        self.run_background(self._open, self.path, group="data-open", description=_("Opening the file"),
+                            progress=self._opening, done=self._indexed)
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="data-open", description=_("Opening the file"))
-    def _open(self, path: Path) -> None:
+    @staticmethod
+    def _open(job: Job, path: Path) -> Path:
         from core.data.preview import Preview
 
-        worker = get_current_worker()
-        t0 = time.perf_counter()
         preview = Preview(path)
         rows = preview.first_page(FIRST_PAGE)
         preview.schema  # decided here, not in the UI thread
         painted = threading.Event()
-        self.post_message(self.Opened(preview, rows, time.perf_counter() - t0, painted))
+        job.report(DataScreen.Opened(preview, rows, painted))
         painted.wait(timeout=2.0)  # the index scan starts once the first page is on screen
         last = [0.0]
 
         def progress(done: int, total: int) -> None:
             now = time.monotonic()
-            if now - last[0] > 0.25:
+            if now - last[0] > HUMAN_RATE:
                 last[0] = now
-                self.post_message(self.Indexing(done, total))
+                job.report((done, total))
 
-        preview.build(progress, cancelled=lambda: worker.is_cancelled)
-        if not worker.is_cancelled:
-            self.post_message(self.Indexed())
+        preview.build(progress, cancelled=lambda: job.cancelled)
+        return path
 
-    def on_data_screen_opened(self, message: Opened) -> None:
-        self.preview = message.preview
+    def _opening(self, value) -> None:
+        if isinstance(value, DataScreen.Opened):
+            self._show_first_page(value)
+            return
+        done, total = value
+        pager = self.query_one(RowPager)
+        pager.refresh_title()
+        pct = int(100 * done / total) if total else 100
+        pager.border_subtitle = (pager.border_subtitle or "") + f" · {pct}%"
+
+    def _show_first_page(self, opened: Opened) -> None:
+        self.preview = opened.preview
         pager = self.query_one(RowPager)
         pager.border_title = str(self.ws.rel(self.path))
-        pager.show(message.preview, message.rows)
+        pager.show(opened.preview, opened.rows)
+        self.current_row = opened.rows[0] if opened.rows else None  # the cursor's row, also if it did not move
         self.first_page_seconds = time.perf_counter() - self.opened_at
-        probe = message.preview.probe
+        probe = opened.preview.probe
         self.query_one("#data-file-info", Static).update(_(
             "{name}\n{size:,} bytes · {layout}\n{encoding}\n{reason}", name=self.path.name, size=probe.size,
             layout=probe.layout, encoding=probe.encoding.encoding, reason=probe.encoding.reason))
         self.query_one("#data-tabs", TabbedContent).active = "tab-rows"
         pager.focus()
-        if message.painted is not None:
-            self.call_after_refresh(message.painted.set)
+        self.call_after_refresh(opened.painted.set)
 
-    def on_data_screen_indexing(self, message: Indexing) -> None:
-        pager = self.query_one(RowPager)
-        pager.refresh_title()
-        pct = int(100 * message.done / message.total) if message.total else 100
-        pager.border_subtitle = (pager.border_subtitle or "") + f" · {pct}%"
-
-    def on_data_screen_indexed(self, _message: Indexed) -> None:
+    def _indexed(self, path: Path) -> None:
         self.query_one(RowPager).refresh_title()
-        if self.path is not None and self.path.stat().st_size <= AUTO_LINT_BYTES:
+        if path.stat().st_size <= AUTO_LINT_BYTES:
             self.action_lint()
+
+    def action_reload(self) -> None:
+        self.query_one(DataFileTree).reload()
+        if self.path is not None and self.path.is_file():
+            self.open_file(self.path)
 
     # ---- preview of the prompt -----------------------------------------------------------------
     def on_row_pager_row_chosen(self, message: RowPager.RowChosen) -> None:
         self.current_row = message.row
-        self._render_prompt()
 
     @on(Select.Changed, "#data-template")
     def _template_changed(self, event: Select.Changed) -> None:
         self.template = str(event.value)
+
+    def watch_template(self, template: str) -> None:
+        select = self.query_one("#data-template", Select)
+        if select.value != template:
+            select.value = template
         self._render_prompt()
-        if self.state.settings.get("data.template") != self.template:
-            self.app.remember(settings={**self.state.settings, "data.template": self.template})
+        if self.state.settings.get("data.template", "llama3") != template:
+            self.app.remember(settings={**self.state.settings, "data.template": template})
+
+    def watch_current_row(self, _row) -> None:
+        self._render_prompt()
 
     def _render_prompt(self) -> None:
         from core.data.render import render_row
@@ -238,8 +220,7 @@ class DataScreen(StepScreen):
         box.update(render_row(row.value, self.preview.schema, self.template))
 
     def action_next_template(self) -> None:
-        select = self.query_one("#data-template", Select)
-        select.value = TEMPLATES[(TEMPLATES.index(self.template) + 1) % len(TEMPLATES)]
+        self.template = TEMPLATES[(TEMPLATES.index(self.template) + 1) % len(TEMPLATES)]
 
     # ---- lint --------------------------------------------------------------------------------
     def action_lint(self) -> None:
@@ -247,26 +228,33 @@ class DataScreen(StepScreen):
             self.app.notify(_("open a file first (o)"), timeout=3)
             return
         self.query_one("#data-file-info", Static).update(_("linting {name}…", name=self.path.name))
-        self._lint(self.path)
+        self.run_background(self._lint, self.path, self.ws, group="data-lint", description=_("Linting the file"),
+                            done=self._linted)
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="data-lint", description=_("Linting the file"))
-    def _lint(self, path: Path) -> None:
+    @staticmethod
+    def _lint(job: Job, path: Path, ws) -> tuple[Path, object]:
         import os
 
         from core.data.lint import LintOptions, lint_file
         from core.data.register import refresh_summary
 
+        # how many lint processes for a file of this size: a rule for core.data (kept here until its
+        # lint rewrite lands, so that the CLI and the wizard share it)
         big = path.stat().st_size >= PROCESS_LINT_BYTES
         opts = LintOptions(jobs=max(2, min(8, os.cpu_count() or 1)) if big else 1, start_method="spawn")
         report = lint_file(path, opts)
-        refresh_summary(report, path, self.ws.data_dir, self.ws.root)
-        self.post_message(self.Linted(report, path))
+        refresh_summary(report, path, ws.data_dir, ws.root)
+        return path, report
 
-    def on_data_screen_linted(self, message: Linted) -> None:
-        if message.path != self.path:
+    def _linted(self, result: tuple[Path, object]) -> None:
+        path, report = result
+        if path == self.path:
+            self.report = report
+
+    def watch_report(self, report) -> None:
+        self.query_one(DataFindings).show(report.findings if report is not None else [])
+        if report is None:
             return
-        report = self.report = message.report
-        self.query_one(DataFindings).show(report.findings)
         self.query_one("#data-file-info", Static).update(_(
             "{name}\n{rows:,} rows · {format}\n{encoding} · {layout}\n{e} errors · {w} warnings", name=self.path.name,
             rows=report.rows, format=report.format, encoding=report.encoding, layout=report.layout,
@@ -321,9 +309,12 @@ class DataScreen(StepScreen):
         self._request("register")
 
     def _request(self, action: str) -> None:
+        """Show the action's form and preview its result. The focus moves into the form first: otherwise
+        hiding the focused row table would hand the focus (and with it the tab) back to the Rows tab."""
         self.query_one("#data-tabs", TabbedContent).active = "tab-actions"
         actions = self.query_one(DataActions)
-        actions.query_one(f"#{action}-preview").press()
+        actions.query_one(f"#{action}-preview", Button).focus()
+        actions.request(action, write=False)
 
     @on(DataActions.Requested)
     def _requested(self, event: DataActions.Requested) -> None:
@@ -340,28 +331,29 @@ class DataScreen(StepScreen):
             return
         self._act(event, path)
 
-    @work(thread=True, exclusive=False, exit_on_error=False, group="data-act",
-          description=_("Fix / convert / register"))
     def _act(self, req: DataActions.Requested, path: Path) -> None:
+        self.run_background(self._run_action, req, path, self.ws, group="data-act", exclusive=False,
+                            description=_("Fix / convert / register"), done=lambda done: self._acted(req, done))
+
+    @staticmethod
+    def _run_action(job: Job, req: DataActions.Requested, path: Path, ws):
         from core.data import actions
 
-        done = actions.run(req.action, path, write=req.write, output=req.output, yes=req.yes,
-                                source_format=req.source_format, name=req.name, ws_root=self.ws.root,
-                                dataset_dir=self.ws.data_dir)
-        self.post_message(self.ActionDone(req.action, req.write, done.lines, done.rows, done.result, done.error))
+        return actions.run(req.action, path, write=req.write, output=req.output, yes=req.yes,
+                           source_format=req.source_format, name=req.name, ws_root=ws.root, dataset_dir=ws.data_dir)
 
-    def on_data_screen_action_done(self, message: ActionDone) -> None:
-        self.query_one(DataActions).show_result(message.lines, message.rows, error=message.error)
-        if message.error or not message.write:
+    def _acted(self, req: DataActions.Requested, done) -> None:
+        self.query_one(DataActions).show_result(done.lines, done.rows, error=done.error)
+        if done.error or not req.write:
             return
-        if message.action == "register":
-            res = message.result
+        if req.action == "register":
+            res = done.result
             self.app.remember(dataset_file=self.ws.rel(self.path), dataset_name=res.name)
             self.set_status("done", _("dataset {name}: {rows} rows, {e} errors, {w} warnings", name=res.name,
                                       rows=res.report.rows, e=res.report.errors, w=res.report.warnings))
         else:
             self.query_one(DataFileTree).reload()
-            written = Path(message.result.output)
+            written = Path(done.result.output)
             self.app.notify(_("wrote {path}; it is open now: lint it, then register it", path=self.ws.rel(written)),
                             timeout=6)
             self.open_file(written)

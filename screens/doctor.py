@@ -3,85 +3,52 @@ finish; the selected check's evidence and exact fix; copy the fix (OSC 52), re-r
 all of them, save the report as Markdown for a support ticket.
 
 `DEVTUNE_DOCTOR_REPLAY=<folder>` shows a recorded machine (`devtune doctor --record`) instead of
-probing this one.
+probing this one (core.doctor.replay).
 """
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
-
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.message import Message
+from textual.reactive import var
 from textual.widgets import Static, Tree
-from textual.worker import Worker, WorkerState, get_current_worker
+from textual.worker import Worker, WorkerState
 
 from core.i18n import _
-from screens.base import StepScreen
+from screens.base import Job, StepScreen, step_binding
 from tui.widgets.check_details import CheckDetails
 from tui.widgets.check_tree import CATEGORY_PREFIX, CheckTree
-
-REPLAY_ENV = "DEVTUNE_DOCTOR_REPLAY"
 
 
 class DoctorScreen(StepScreen):
     STEP_ID = "doctor"
-    DEFAULT_CSS = """
-    DoctorScreen #doctor-main {
-        height: 1fr;
-    }
-    DoctorScreen #doctor-left {
-        width: 1fr;
-        min-width: 40;
-    }
-    DoctorScreen #doctor-summary {
-        height: auto;
-        padding: 0 1;
-        color: $text-muted;
-    }
-    DoctorScreen CheckDetails {
-        width: 1fr;
-    }
-    """
+    CSS_PATH = "../tui/styles/doctor.tcss"
     BINDINGS = [
-        Binding("r", "rerun_check", _("Re-run check"), id="doctor.rerun_check",
-                tooltip=_("re-run the selected check (or the selected category) after fixing it")),
-        Binding("f5", "rerun_all", _("Re-run all"), key_display="F5", id="doctor.rerun_all",
-                tooltip=_("run every probe and check again")),
+        step_binding("doctor", "run", "rerun_all", _("Run every check"),
+                     tooltip=_("run every probe and check again")),
+        step_binding("doctor", "check", "rerun_check", _("Re-check"),
+                     tooltip=_("re-run the selected check (or the selected category) after fixing it")),
         Binding("c", "copy_fix", _("Copy fix"), id="doctor.copy_fix",
                 tooltip=_("copy the selected check's fix command to the clipboard (OSC 52)")),
-        Binding("ctrl+s", "save_report", _("Save report"), id="doctor.save_report",
-                tooltip=_("write doctor-report-<time>.md in the workspace, to attach to a support ticket")),
+        step_binding("doctor", "save", "save_report", _("Save report"),
+                     tooltip=_("write doctor-report-<time>.md in the workspace, to attach to a support ticket")),
     ]
 
-    @dataclass
-    class ProbeProgress(Message):
-        name: str
-        state: str
-        remaining: tuple[str, ...]
-
-    @dataclass
-    class CheckReady(Message):
-        check: object  # core.doctor.model.DoctorCheck
-
-    @dataclass
-    class RunFinished(Message):
-        report: object  # core.doctor.model.DoctorReport
-        evidence: object  # core.doctor.evidence.Evidence
-        whole: bool
+    # what the screen shows follows these
+    checks: var[dict] = var(dict, always_update=True)  # check id -> DoctorCheck judged so far
+    selected: var[str | None] = var(None)  # the tree's highlighted node (a check id or "category:<id>")
+    summary: var[str] = var("")
 
     @property
     def INTRO(self) -> str:  # noqa: N802 - StepScreen's attribute, translated when shown
         return _("Every check of this machine for fine-tuning: what was found and the exact command that fixes "
-                 "it. Fix what fails, then press r on the check (or F5 for all). ctrl+s saves the report.")
+                 "it. Fix what fails, then press F6 on the check (or F5 for all). ctrl+s saves the report.")
 
     def __init__(self) -> None:
         super().__init__()
         self.verdicts: list = []  # core.doctor.registry.Verdict, in report order
-        self.checks: dict = {}  # check id -> DoctorCheck
         self.report = None
         self.evidence = None
         self.running_all = False
@@ -109,11 +76,6 @@ class DoctorScreen(StepScreen):
         self.call_after_refresh(self.action_rerun_all)
 
     # ---- running -------------------------------------------------------------------------------
-    def _doctor_context(self):
-        from core.doctor.probes import DoctorContext
-
-        return DoctorContext.for_this_machine(self.ws)
-
     def action_rerun_all(self) -> None:
         if self.running_all:
             self.app.notify(_("the doctor is already running"), timeout=3)
@@ -122,42 +84,37 @@ class DoctorScreen(StepScreen):
         tree = self.query_one(CheckTree)
         for check_id in tree.check_ids():
             tree.set_state(check_id, "pending")
-        self.checks.clear()
+        self.checks = {}
         self.probes_done = set()
-        self._show_selected()
-        self._summary(_("probing this machine..."))
-        self.run_all(os.environ.get(REPLAY_ENV) or None)
+        self.summary = _("probing this machine...")
+        self.run_background(self._run_doctor, self.ws, None, None, group="doctor",
+                            description=_("Running the doctor"), progress=self._doctor_event,
+                            done=lambda _r: self._finished(whole=True))
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="doctor", description=_("Running the doctor"))
-    def run_all(self, replay_folder: str | None) -> None:
-        from core.doctor.evidence import Evidence
-        from core.doctor.runner import CheckJudged, DoctorFinished, ProbeFinished, iter_doctor
+    @staticmethod
+    def _run_doctor(job: Job, ws, check_ids: list[str] | None, evidence) -> None:
+        """Every check (check_ids None) or a re-check of some against `evidence`; each event goes back."""
+        from core.doctor.registry import get_verdict
+        from core.doctor.replay import doctor_events, replay_folder
+        from core.doctor.runner import DoctorFinished
 
-        worker = get_current_worker()
-        if replay_folder:
-            events = iter_doctor(None, evidence=Evidence.load(replay_folder), replay=True)
-        else:  # stoppable: quitting the app must not wait for vLLM's import to finish
-            events = iter_doctor(self._doctor_context(), should_stop=lambda: worker.is_cancelled)
-        for event in events:
-            if isinstance(event, ProbeFinished):
-                self.post_message(self.ProbeProgress(event.name, event.state, event.remaining))
-            elif isinstance(event, CheckJudged):
-                self.post_message(self.CheckReady(event.check))
-            elif isinstance(event, DoctorFinished):
-                if not replay_folder:
-                    from core.doctor.found_gpus import save_found_gpus
+        verdicts = [get_verdict(i) for i in check_ids] if check_ids is not None else None
+        # stoppable: quitting the app must not wait for vLLM's import to finish
+        for event in doctor_events(ws, verdicts, evidence=evidence, should_stop=lambda: job.cancelled):
+            if isinstance(event, DoctorFinished) and check_ids is None and replay_folder() is None:
+                from core.doctor.found_gpus import save_found_gpus
 
-                    save_found_gpus(self.ws.root, event.evidence)  # for the Config step's memory fit
-                self.post_message(self.RunFinished(event.report, event.evidence, True))
+                save_found_gpus(ws.root, event.evidence)  # for the Config step's memory fit
+            job.report(event)
 
     def action_rerun_check(self) -> None:
         if self.running_all or self.evidence is None:
             self.app.notify(_("wait for the doctor to finish, then re-run"), timeout=3)
             return
-        node = self.query_one(CheckTree).cursor_node
+        tree = self.query_one(CheckTree)
+        node = tree.cursor_node
         if node is None or node.data is None:
             return
-        tree = self.query_one(CheckTree)
         if node.data.startswith(CATEGORY_PREFIX):
             ids = tree.check_ids(node.data[len(CATEGORY_PREFIX):])
         else:
@@ -169,22 +126,9 @@ class DoctorScreen(StepScreen):
         for check_id in ids:
             tree.set_state(check_id, "running")
         self._show_selected()
-        self.rerun(ids)
-
-    @work(thread=True, exclusive=True, exit_on_error=False, group="doctor-recheck", description=_("Re-running checks"))
-    def rerun(self, check_ids: list[str]) -> None:
-        from core.doctor.registry import get_verdict
-        from core.doctor.runner import CheckJudged, DoctorFinished, iter_doctor
-
-        worker = get_current_worker()
-        verdicts = [get_verdict(i) for i in check_ids]
-        replayed = bool(os.environ.get(REPLAY_ENV))
-        for event in iter_doctor(None if replayed else self._doctor_context(), verdicts, evidence=self.evidence,
-                                 replay=replayed, should_stop=lambda: worker.is_cancelled):
-            if isinstance(event, CheckJudged):
-                self.post_message(self.CheckReady(event.check))
-            elif isinstance(event, DoctorFinished):
-                self.post_message(self.RunFinished(event.report, event.evidence, False))
+        self.run_background(self._run_doctor, self.ws, ids, self.evidence, group="doctor-recheck",
+                            description=_("Re-running checks"), progress=self._doctor_event,
+                            done=lambda _r: self._finished(whole=False))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         super().on_worker_state_changed(event)  # shows the error
@@ -193,7 +137,7 @@ class DoctorScreen(StepScreen):
         tree = self.query_one(CheckTree)
         if event.worker.group == "doctor":
             self.running_all = False
-            self._summary(_("the doctor stopped before the end; F5 runs it again"))
+            self.summary = _("the doctor stopped before the end; F5 runs it again")
         elif event.worker.group == "doctor-recheck":
             for check_id in self.running_some:
                 check = self.checks.get(check_id)
@@ -202,37 +146,38 @@ class DoctorScreen(StepScreen):
         self._show_selected()
 
     # ---- results -------------------------------------------------------------------------------
-    def on_doctor_screen_probe_progress(self, message: ProbeProgress) -> None:
-        if not self.running_all:
-            return
-        self.probes_done.add(message.name)
-        done = len(self.probes_done)
-        waiting = ", ".join(message.remaining)
-        self._summary(_("probes finished: {done}; still running: {waiting}", done=done, waiting=waiting)
-                      if waiting else _("all probes finished"))
+    def _doctor_event(self, event) -> None:
+        from core.doctor.runner import CheckJudged, DoctorFinished, ProbeFinished
 
-    def on_doctor_screen_check_ready(self, message: CheckReady) -> None:
-        check = message.check
-        self.checks[check.id] = check
-        self.query_one(CheckTree).set_state(check.id, check.status, check.title)
-        self._show_selected()
+        if isinstance(event, ProbeFinished):
+            if not self.running_all:
+                return
+            self.probes_done.add(event.name)
+            waiting = ", ".join(event.remaining)
+            self.summary = (_("probes finished: {done}; still running: {waiting}", done=len(self.probes_done),
+                              waiting=waiting) if waiting else _("all probes finished"))
+        elif isinstance(event, CheckJudged):
+            check = event.check
+            self.query_one(CheckTree).set_state(check.id, check.status, check.title)
+            self.checks = {**self.checks, check.id: check}
+        elif isinstance(event, DoctorFinished):
+            self.evidence = event.evidence
 
-    def on_doctor_screen_run_finished(self, message: RunFinished) -> None:
+    def _finished(self, whole: bool) -> None:
         from core.doctor.report import counts_line
         from core.doctor.runner import build_report
 
-        self.evidence = message.evidence
-        if message.whole:
+        if whole:
             self.running_all = False
         else:
             self.running_some = set()
+        if self.evidence is None:  # stopped before the end
+            return
         order = [v.id for v in self.verdicts]
-        self.report = build_report(self.evidence, [self.checks[i] for i in order if i in self.checks])
-        report = self.report
-        self._summary(f"{report.machine_summary} — {counts_line(report)}")
-        self.set_status("attention" if report.failed else "done",
-                        f"{report.machine_summary}: {counts_line(report)}")
-        if message.whole:
+        self.report = report = build_report(self.evidence, [self.checks[i] for i in order if i in self.checks])
+        self.summary = f"{report.machine_summary} — {counts_line(report)}"
+        self.set_status("attention" if report.failed else "done", f"{report.machine_summary}: {counts_line(report)}")
+        if whole:
             self.query_one(CheckTree).collapse_not_applicable()
             first = next((c for c in report.checks if c.status == "fail"), None) or \
                 next((c for c in report.checks if c.status == "warn"), None)
@@ -242,7 +187,16 @@ class DoctorScreen(StepScreen):
 
     @on(Tree.NodeHighlighted, "#doctor-tree")
     def _highlighted(self, event: Tree.NodeHighlighted) -> None:
+        self.selected = event.node.data
+
+    def watch_selected(self, _selected: str | None) -> None:
         self._show_selected()
+
+    def watch_checks(self, _checks: dict) -> None:
+        self._show_selected()
+
+    def watch_summary(self, text: str) -> None:
+        self.query_one("#doctor-summary", Static).update(text)
 
     def selected_check_id(self) -> str | None:
         node = self.query_one(CheckTree).cursor_node
@@ -251,6 +205,7 @@ class DoctorScreen(StepScreen):
         return node.data
 
     def _show_selected(self) -> None:
+        """The details pane, for the selected node as the checks stand now."""
         details = self.query_one(CheckDetails)
         tree = self.query_one(CheckTree)
         check_id = self.selected_check_id()
@@ -269,9 +224,6 @@ class DoctorScreen(StepScreen):
                                category=verdict.category if verdict else "",
                                running=tree.state(check_id) == "running")
 
-    def _summary(self, text: str) -> None:
-        self.query_one("#doctor-summary", Static).update(text)
-
     # ---- copy and save -------------------------------------------------------------------------
     def action_copy_fix(self) -> None:
         check = self.checks.get(self.selected_check_id() or "")
@@ -285,16 +237,16 @@ class DoctorScreen(StepScreen):
         if self.report is None:
             self.app.notify(_("wait for the doctor to finish, then save"), timeout=3)
             return
-        self.save(self.report, self.evidence)
+        self.run_background(self._save, self.ws, self.report, self.evidence, group="doctor-save",
+                            description=_("Saving the report"), done=self._saved)
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="doctor-save", description=_("Saving the report"))
-    def save(self, report, evidence) -> None:
+    @staticmethod
+    def _save(job: Job, ws, report, evidence):
         from core.doctor.report import save_report
 
-        path = save_report(self.ws.root, report, evidence)
-        self.app.call_from_thread(self._saved, path)
+        return save_report(ws.root, report, evidence)
 
     def _saved(self, path) -> None:
         self.saved_path = path
         self.app.notify(_("report saved: {path}", path=self.ws.rel(path)), timeout=6)
-        self._summary(_("report saved: {path}", path=self.ws.rel(path)))
+        self.summary = _("report saved: {path}", path=self.ws.rel(path))

@@ -5,20 +5,16 @@ and on small models the merged logits against base + adapter."""
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
-
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.message import Message
+from textual.reactive import var
 from textual.widgets import Button, Checkbox, Input, Label, Log, ProgressBar, Select, Static
-from textual.worker import get_current_worker
 
 from core.i18n import _
-from screens.base import StepScreen
+from screens.base import Job, StepScreen, UserError, step_binding
 from tui.widgets.export_report_view import ExportReportView
+from tui.widgets.titled import titled
 
 POLL_SECONDS = 0.5
 
@@ -26,47 +22,17 @@ POLL_SECONDS = 0.5
 class MergeScreen(StepScreen):
     STEP_ID = "merge"
     BINDINGS = [
-        Binding("f5", "merge", _("Merge the adapter"), id="merge.start"),
-        Binding("f6", "check", _("Check the merged folder again"), id="merge.check"),
-        Binding("ctrl+r", "reload", _("Reload the runs"), id="merge.reload"),
+        step_binding("merge", "run", "merge", _("Merge the adapter"),
+                     tooltip=_("llamafactory-cli export of the chosen run, then the check")),
+        step_binding("merge", "check", "check", _("Check the merged folder again")),
+        step_binding("merge", "refresh", "reload", _("Reload the runs")),
     ]
-    DEFAULT_CSS = """
-    MergeScreen #merge-form { height: auto; }
-    MergeScreen #merge-form > * { margin-right: 1; }
-    MergeScreen #merge-run { width: 3fr; }
-    MergeScreen #merge-name { width: 1fr; }
-    MergeScreen #merge-size { width: 10; }
-    MergeScreen #merge-device { width: 14; }
-    MergeScreen #merge-plan { height: auto; max-height: 12; padding: 0 1; color: $text-muted; }
-    MergeScreen #merge-progress-row { height: 1; margin: 1 0 0 0; }
-    MergeScreen #merge-stage { width: 1fr; padding: 0 1; }
-    MergeScreen #merge-log { height: 1fr; min-height: 5; border: round $panel-lighten-2; }
-    """
+    CSS_PATH = "../tui/styles/merge.tcss"
 
-    @dataclass
-    class Runs(Message):
-        runs: list  # RunRecord, newest first
-        chosen: str | None
-        running: tuple | None = None  # (export run id, its ExportPlan) when an export is under way
-
-    @dataclass
-    class Planned(Message):
-        text: str
-
-    @dataclass
-    class Progressed(Message):
-        stage: str
-        fraction: float
-        detail: str
-        lines: list[str]
-
-    @dataclass
-    class Checked(Message):
-        report: object  # core.merge.export_check.ExportReport
-
-    @dataclass
-    class Failed(Message):
-        error: str
+    # what the screen shows follows these
+    runs: var[list] = var(list)  # core.train.runs.RunRecord of the training runs, newest first
+    plan_text: var[str] = var("")
+    report = var(None)  # core.merge.export_check.ExportReport of the last check
 
     @property
     def INTRO(self) -> str:  # noqa: N802 - StepScreen's attribute, translated when shown
@@ -76,9 +42,10 @@ class MergeScreen(StepScreen):
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="merge-form"):
             yield Select([], prompt=_("training run"), id="merge-run", allow_blank=True)
-            yield Input(placeholder=_("export name (default: the run id)"), id="merge-name")
-            yield Input("5", placeholder="GB", id="merge-size", type="integer")
-            yield Select([("cpu", "cpu"), ("auto", "auto")], value="cpu", allow_blank=False, id="merge-device")
+            yield titled(Input(placeholder=_("default: the run id"), id="merge-name"), _("export name"))
+            yield titled(Input("5", placeholder="GB", id="merge-size", type="integer"), _("shard GB"))
+            yield Select([(_("device: cpu"), "cpu"), (_("device: auto"), "auto")], value="cpu", allow_blank=False,
+                         id="merge-device")
             yield Checkbox(_("replace"), id="merge-force")
             yield Button(_("Merge"), id="merge-go", variant="primary")
             yield Button(_("Check"), id="merge-check")
@@ -99,61 +66,67 @@ class MergeScreen(StepScreen):
     def action_reload(self) -> None:
         self.load_runs()
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="merge-runs", description=_("Reading the runs"))
     def load_runs(self) -> None:
+        self.run_background(self._read_runs, self.ws, self.state.active_run, self.state.export_dir,
+                            group="merge-runs", description=_("Reading the runs"), done=self._runs_read)
+
+    @staticmethod
+    def _read_runs(job: Job, ws, active_run: str | None, export_dir: str | None):
         from core.merge.export import active_export, plan_of_export_run, train_runs
         from core.merge.export_check import load_report
 
-        runs = train_runs(self.ws)
-        state = self.state
-        chosen = state.active_run if any(r.id == state.active_run for r in runs) else (runs[0].id if runs else None)
-        running = active_export(self.ws)
-        attach = (running.id, plan_of_export_run(self.ws, running)) if running is not None else None
-        self.post_message(self.Runs(runs, chosen, attach))
-        if attach is None and state.export_dir:
-            report = load_report(self.ws, state.export_dir)
-            if report is not None:
-                self.post_message(self.Checked(report))
+        runs = train_runs(ws)
+        chosen = active_run if any(r.id == active_run for r in runs) else (runs[0].id if runs else None)
+        running = active_export(ws)
+        attach = (running.id, plan_of_export_run(ws, running)) if running is not None else None
+        report = load_report(ws, export_dir) if attach is None and export_dir else None
+        return runs, chosen, attach, report
 
-    def on_merge_screen_runs(self, message: Runs) -> None:
-        select = self.query_one("#merge-run", Select)
+    def _runs_read(self, result) -> None:
+        runs, chosen, attach, report = result
+        self.runs = runs
+        if chosen:
+            self.query_one("#merge-run", Select).value = chosen
+        if not runs:
+            self.plan_text = _("No training run yet: train one in step 4 first.")
+        if attach is not None:
+            self.query_one(ExportReportView).show_message(_("an export is running: following it"))
+            self._follow(*attach)
+        elif report is not None:
+            self._checked(report)
+
+    def watch_runs(self, runs: list) -> None:
         from core.train.runs import status_label
 
-        select.set_options([(f"{r.id} · {status_label(r.status)}", r.id) for r in message.runs])
-        if message.chosen:
-            select.value = message.chosen
-        if not message.runs:
-            self.query_one("#merge-plan", Static).update(_("No training run yet: train one in step 4 first."))
-        if message.running is not None:
-            self.query_one(ExportReportView).show_message(_("an export is running: following it"))
-            self.follow(*message.running)
+        self.query_one("#merge-run", Select).set_options([(f"{r.id} · {status_label(r.status)}", r.id) for r in runs])
+
+    def watch_plan_text(self, text: str) -> None:
+        self.query_one("#merge-plan", Static).update(text)
 
     @on(Select.Changed, "#merge-run")
     @on(Input.Changed, "#merge-name")
     def _replan(self) -> None:
         run = self.query_one("#merge-run", Select).value
         if isinstance(run, str):
-            self.preview_plan(run, self.query_one("#merge-name", Input).value.strip() or None)
+            self.run_background(self._plan, self.ws, run, self.query_one("#merge-name", Input).value.strip() or None,
+                                group="merge-plan", description=_("Planning the merge"),
+                                done=lambda text: setattr(self, "plan_text", text))
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="merge-plan", description=_("Planning the merge"))
-    def preview_plan(self, run_id: str, name: str | None) -> None:
+    @staticmethod
+    def _plan(job: Job, ws, run_id: str, name: str | None) -> str:
         from core.merge.export import ExportError, merge_yaml_preview, plan_export
         from core.train.runs import RunError
 
         try:
-            plan = plan_export(self.ws, run_id, name=name)
+            plan = plan_export(ws, run_id, name=name)
         except (ExportError, RunError) as exc:
-            self.post_message(self.Planned(str(exc)))
-            return
+            return str(exc)
         lines = [_("base {base} + adapter {adapter} → {out}  (template {template}, {kind})", base=plan.base_model,
                    adapter=plan.adapter or "-", out=plan.export_dir, template=plan.template or "-",
                    kind=plan.finetuning_type)]
         lines += ["! " + w for w in plan.warnings]
         lines.append("configs/merge.yaml:  " + "  ".join(merge_yaml_preview(plan).strip().splitlines()))
-        self.post_message(self.Planned("\n".join(lines)))
-
-    def on_merge_screen_planned(self, message: Planned) -> None:
-        self.query_one("#merge-plan", Static).update(message.text)
+        return "\n".join(lines)
 
     # ------------------------------------------------------------ merging
 
@@ -170,105 +143,116 @@ class MergeScreen(StepScreen):
         self.clear_error()
         self.query_one("#merge-log", Log).clear()
         self.query_one(ExportReportView).show_message(_("merging…"))
-        self.start_merge(run, self.query_one("#merge-name", Input).value.strip() or None, size,
-                         str(self.query_one("#merge-device", Select).value),
-                         self.query_one("#merge-force", Checkbox).value)
+        self.run_background(self._start, self.ws, run, self.query_one("#merge-name", Input).value.strip() or None,
+                            size, str(self.query_one("#merge-device", Select).value),
+                            self.query_one("#merge-force", Checkbox).value, group="merge", description=_("Merging"),
+                            done=lambda started: self._follow(*started), failed=self._failed)
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="merge", description=_("Merging"))
-    def start_merge(self, run_id: str, name: str | None, size: int, device: str, force: bool) -> None:
+    @staticmethod
+    def _start(job: Job, ws, run_id: str, name: str | None, size: int, device: str, force: bool):
         from core.merge.export import ExportError, plan_export, start_export
         from core.train.runs import RunError
 
         try:
-            plan = plan_export(self.ws, run_id, name=name, export_size=size, export_device=device)
-            record = start_export(self.ws, plan, force=force)
+            plan = plan_export(ws, run_id, name=name, export_size=size, export_device=device)
+            record = start_export(ws, plan, force=force)
         except (ExportError, RunError) as exc:
-            self.post_message(self.Failed(str(exc)))
-            return
-        self._follow_loop(record.id, plan)
+            raise UserError(str(exc)) from exc
+        return record.id, plan
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="merge", description=_("Following the export"))
-    def follow(self, run_id: str, plan) -> None:
-        self._follow_loop(run_id, plan)
-
-    def _follow_loop(self, run_id: str, plan) -> None:
-        from core.merge.export import export_progress
+    def _follow(self, run_id: str, plan) -> None:
+        """Follow the detached export at a human rate; once it ends, check the merged folder."""
         from core.serve.log_follow import LogFollower
-        from core.train.runs import RunStatus, refresh, run_dir
+        from core.train.runs import run_dir
 
-        worker = get_current_worker()
         directory = run_dir(self.ws, run_id)
         follower = LogFollower([directory / "stdout.log", directory / "stderr.log"])
-        while not worker.is_cancelled:
-            progress = export_progress(self.ws, run_id)
-            self.post_message(self.Progressed(progress.stage, progress.fraction, progress.detail, follower.new_lines()))
-            if progress.status not in (RunStatus.STARTING.value, RunStatus.RUNNING.value):
-                break
-            time.sleep(POLL_SECONDS)
-        if worker.is_cancelled:
-            return
-        record = refresh(directory)
-        if record.status is not RunStatus.FINISHED:
-            self.post_message(self.Failed(_("the export failed: {error}", error=progress.error or record.note)))
-            return
-        self._check(plan)
+        ws = self.ws
 
-    def _check(self, plan) -> None:
+        def fetch(job: Job):
+            from core.merge.export import export_progress
+
+            return export_progress(ws, run_id), follower.new_lines()
+
+        def ended(value) -> bool:
+            from core.train.runs import RunStatus
+
+            return value[0].status not in (RunStatus.STARTING.value, RunStatus.RUNNING.value)
+
+        self.poll(fetch, every=POLL_SECONDS, group="merge", description=_("Following the export"),
+                  each=self._progressed, until=ended, then=lambda last: self._export_ended(run_id, plan, last[0]))
+
+    def _export_ended(self, run_id: str, plan, progress) -> None:
+        self.run_background(self._check_export, self.ws, run_id, plan, progress, group="merge",
+                            description=_("Checking the merged folder"), progress=self._checking,
+                            done=self._checked, failed=self._failed)
+
+    @staticmethod
+    def _check_export(job: Job, ws, run_id: str, plan, progress):
         from core.merge.export_check import check_export
+        from core.train.runs import RunStatus, refresh, run_dir
 
-        report = check_export(self.ws, plan.export_dir, template=plan.template, base_model=plan.base_model,
-                              adapter=plan.adapter, run_id=plan.run_id or None,
-                              progress=lambda m: self.post_message(self.Progressed("check", 1.0, m, [])))
-        self.post_message(self.Checked(report))
+        record = refresh(run_dir(ws, run_id))
+        if record.status is not RunStatus.FINISHED:
+            raise UserError(_("the export failed: {error}", error=progress.error or record.note))
+        return check_export(ws, plan.export_dir, template=plan.template, base_model=plan.base_model,
+                            adapter=plan.adapter, run_id=plan.run_id or None, progress=job.report)
 
     @on(Button.Pressed, "#merge-check")
     def action_check(self) -> None:
         self.clear_error()
         self.query_one(ExportReportView).show_message(_("checking…"))
-        self.check_again()
+        run = self.query_one("#merge-run", Select).value
+        self.run_background(self._check_again, self.ws, run if isinstance(run, str) else None, group="merge",
+                            description=_("Checking the merged folder"), progress=self._checking,
+                            done=self._checked, failed=self._failed)
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="merge", description=_("Checking the merged folder"))
-    def check_again(self) -> None:
+    @staticmethod
+    def _check_again(job: Job, ws, run_id: str | None):
         from core.merge.export import ExportError
         from core.merge.export_check import check_for_run
-        from core.train.runs import RunError
         from core.serve.plan import ServePlanError, default_model
+        from core.train.runs import RunError
 
         try:
-            target = default_model(self.ws)
-            run = self.query_one("#merge-run", Select).value
-            report = check_for_run(self.ws, target, run if isinstance(run, str) else None,
-                                   progress=lambda m: self.post_message(self.Progressed("check", 1.0, m, [])))
+            return check_for_run(ws, default_model(ws), run_id, progress=job.report)
         except (ExportError, RunError, ServePlanError) as exc:
-            self.post_message(self.Failed(str(exc)))
-            return
-        self.post_message(self.Checked(report))
+            raise UserError(str(exc)) from exc
 
     # ------------------------------------------------------------ showing
 
-    def on_merge_screen_progressed(self, message: Progressed) -> None:
-        self.query_one("#merge-progress", ProgressBar).update(progress=message.fraction)
+    def _progressed(self, value) -> None:
         from core.merge.export import stage_label
 
-        self.query_one("#merge-stage", Label).update(f"{stage_label(message.stage)}: {message.detail[:100]}")
-        if message.lines:
-            self.query_one("#merge-log", Log).write_lines([line[-300:] for line in message.lines])
+        progress, lines = value
+        self.query_one("#merge-progress", ProgressBar).update(progress=progress.fraction)
+        self.query_one("#merge-stage", Label).update(f"{stage_label(progress.stage)}: {progress.detail[:100]}")
+        if lines:
+            self.query_one("#merge-log", Log).write_lines([line[-300:] for line in lines])
 
-    def on_merge_screen_checked(self, message: Checked) -> None:
-        from core.merge.export_check import verdict_label
+    def _checking(self, message: str) -> None:
+        from core.merge.export import stage_label
 
-        report = message.report
-        self.query_one(ExportReportView).show_report(report)
         self.query_one("#merge-progress", ProgressBar).update(progress=1.0)
-        self.query_one("#merge-stage", Label).update(_("checked {dir}: {verdict}", dir=report.export_dir,
-                                                       verdict=verdict_label(report.verdict)))
+        self.query_one("#merge-stage", Label).update(f"{stage_label('check')}: {message[:100]}")
+
+    def _checked(self, report) -> None:
+        self.report = report
         if report.verdict == "error":
             self.set_status("attention", _("{dir}: the check found a problem", dir=report.export_dir))
         else:
             self.set_status("done", _("merged into {dir}", dir=report.export_dir))
         self.app.remember(export_dir=report.export_dir)
 
-    def on_merge_screen_failed(self, message: Failed) -> None:
-        self.show_error(message.error)
-        self.query_one(ExportReportView).show_message(message.error)
-        self.set_status("attention", message.error.splitlines()[0][:120])
+    def watch_report(self, report) -> None:
+        from core.merge.export_check import verdict_label
+
+        if report is None:
+            return
+        self.query_one(ExportReportView).show_report(report)
+        self.query_one("#merge-progress", ProgressBar).update(progress=1.0)
+        self.query_one("#merge-stage", Label).update(_("checked {dir}: {verdict}", dir=report.export_dir,
+                                                       verdict=verdict_label(report.verdict)))
+
+    def _failed(self, error: UserError) -> None:
+        self.query_one(ExportReportView).show_message(str(error))

@@ -8,110 +8,75 @@ re-attaches to the live ones."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
 
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.message import Message
+from textual.reactive import var
 from textual.widgets import Button, Checkbox, Input, Log, Select, Static, TabbedContent, TabPane
-from textual.worker import get_current_worker
 
 from core.i18n import _
-from screens.base import StepScreen
+from screens.base import HUMAN_RATE, Job, StepScreen, UserError, step_binding
 from tui.widgets.chat_params import ChatParamsForm
 from tui.widgets.chat_transcript import ChatTranscript
+from tui.widgets.titled import titled
 from tui.widgets.verify_results import VerifyResults
-
-REDRAW_SECONDS = 0.25  # streamed text reaches the screen at most 4 times a second
 
 
 class PlaygroundScreen(StepScreen):
     STEP_ID = "playground"
     BINDINGS = [
-        Binding("f5", "start_server", _("Start a server"), id="playground.start"),
-        Binding("f6", "stop_server", _("Stop the server"), id="playground.stop"),
-        Binding("f7", "verify", _("Verify: ask the training questions"), id="playground.verify"),
+        step_binding("playground", "run", "start_server", _("Start a server")),
+        step_binding("playground", "stop", "stop_server", _("Stop the server")),
+        step_binding("playground", "check", "verify", _("Verify: ask the training questions")),
+        step_binding("playground", "refresh", "reload", _("Reload the servers")),
         Binding("ctrl+y", "copy_curl", _("Copy the question as curl"), id="playground.curl"),
         Binding("ctrl+l", "clear_chat", _("Clear the chat"), id="playground.clear"),
     ]
-    DEFAULT_CSS = """
-    PlaygroundScreen #pg-columns { height: 1fr; }
-    PlaygroundScreen #pg-left { width: 46; padding-right: 1; }
-    PlaygroundScreen #pg-tabs { width: 1fr; }
-    PlaygroundScreen #pg-server-row { height: auto; }
-    PlaygroundScreen #pg-backend { width: 22; }
-    PlaygroundScreen #pg-tp { width: 9; }
-    PlaygroundScreen #pg-port { width: 1fr; }
-    PlaygroundScreen #pg-buttons { height: auto; }
-    PlaygroundScreen #pg-buttons Button { width: 1fr; }
-    PlaygroundScreen #pg-server-log { height: 1fr; min-height: 4; border: round $panel-lighten-2; }
-    PlaygroundScreen #pg-commands { height: auto; max-height: 8; color: $text-muted; }
-    PlaygroundScreen #pg-transcripts { height: 1fr; }
-    PlaygroundScreen #pg-chat-compare { display: none; }
-    PlaygroundScreen #pg-chat-compare.-visible { display: block; }
-    """
+    CSS_PATH = "../tui/styles/playground.tcss"
+
+    # what the screen shows follows this
+    servers: var[list] = var(list)  # core.serve.servers.ServerRecord of the live servers
 
     @dataclass
-    class Servers(Message):
-        servers: list  # ServerRecord, live ones
-        select: str | None
-
-    @dataclass
-    class ServerLog(Message):
-        lines: list[str]
-
-    @dataclass
-    class ServerReady(Message):
-        record: object
-        commands: dict
-
-    @dataclass
-    class ChatText(Message):
+    class ChatText:
         target: str  # transcript id
         text: str
         stats: str | None = None  # set on the last update of an answer
         error: str | None = None
 
-    @dataclass
-    class Failed(Message):
-        error: str
-
-    @dataclass
-    class VerifyRow(Message):
-        result: object  # core.serve.verify.QuestionResult
-
-    @dataclass
-    class VerifyDone(Message):
-        report: object | None
-        error: str | None = None
-
     @property
     def INTRO(self) -> str:  # noqa: N802 - StepScreen's attribute, translated when shown
         return _("Serve the merged model, chat with it, and check that it answers what it was taught. F5 starts a "
-                 "server, F6 stops it, F7 asks the training questions; servers keep running when devtune quits.")
+                 "server, F8 stops it, F6 asks the training questions; servers keep running when devtune quits.")
 
     def __init__(self) -> None:
         super().__init__()
-        self.conversations: dict[str, object] = {}  # transcript id -> core.serve.chat.Conversation
-        self.records: dict[str, object] = {}  # server id -> ServerRecord
+        # transcript id -> core.serve.chat.Conversation; changed on the event loop only
+        self.conversations: dict[str, object] = {}
+
+    @property
+    def records(self) -> dict[str, object]:
+        return {r.id: r for r in self.servers}
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="pg-columns"):
             with Vertical(id="pg-left"):
-                yield Input(placeholder=_("model folder (default: the latest export)"), id="pg-model")
+                yield titled(Input(placeholder=_("default: the latest export"), id="pg-model"), _("model folder"))
                 with Horizontal(id="pg-server-row"):
-                    yield Select([("vLLM", "vllm"), ("llamafactory api", "llamafactory")], prompt=_("backend: auto"),
-                                 id="pg-backend")
-                    yield Input("1", placeholder="tp", id="pg-tp", type="integer")
-                    yield Input(placeholder=_("port"), id="pg-port", type="integer")
+                    yield Select([(_("backend: vLLM"), "vllm"), (_("backend: llamafactory api"), "llamafactory")],
+                                 prompt=_("backend: auto"), id="pg-backend")
+                    yield titled(Input("1", id="pg-tp", type="integer"), _("GPUs (tp)"))
+                    yield titled(Input(placeholder=_("any free"), id="pg-port", type="integer"), _("port"))
                 yield Checkbox(_("trust remote code"), id="pg-trust")
                 with Horizontal(id="pg-buttons"):
                     yield Button(_("Start"), id="pg-start", variant="primary")
                     yield Button(_("Stop"), id="pg-stop")
-                yield Select([], prompt=_("server"), id="pg-server")
+                yield Select([], prompt=_("server: none"), id="pg-server")
                 yield Select([], prompt=_("compare with: none"), id="pg-compare")
                 yield Log(max_lines=300, id="pg-server-log", auto_scroll=True)
                 yield Static("", id="pg-commands")
@@ -122,7 +87,8 @@ class PlaygroundScreen(StepScreen):
                         yield ChatTranscript(_("model"), empty=_("Start or choose a server, then ask below."),
                                              id="pg-chat")
                         yield ChatTranscript(_("compare"), id="pg-chat-compare")
-                    yield Input(placeholder=_("ask a question, Enter sends"), id="pg-question")
+                    yield titled(Input(placeholder=_("ask a question, Enter sends"), id="pg-question"),
+                                 _("question"))
                 with TabPane(_("Verify"), id="pg-tab-verify"):
                     yield VerifyResults(id="pg-verify-results")
 
@@ -132,21 +98,35 @@ class PlaygroundScreen(StepScreen):
 
     # ------------------------------------------------------------ servers
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="pg-servers", description=_("Listing servers"))
+    def action_reload(self) -> None:
+        server = self.query_one("#pg-server", Select).value
+        self.load_servers(server if isinstance(server, str) else None)
+
     def load_servers(self, select: str | None = None) -> None:
+        self.run_background(self._list_servers, self.ws, group="pg-servers", description=_("Listing servers"),
+                            done=lambda servers: self._show_servers(servers, select))
+
+    @staticmethod
+    def _list_servers(job: Job, ws) -> list:
         from core.serve.servers import list_servers
 
-        self.post_message(self.Servers(list_servers(self.ws), select))
+        return list_servers(ws)
 
-    def on_playground_screen_servers(self, message: Servers) -> None:
-        self.records = {r.id: r for r in message.servers}
+    def _show_servers(self, servers: list, select: str | None) -> None:
+        self.servers = servers
+        if select in self.records:
+            self.query_one("#pg-server", Select).value = select
+
+    def watch_servers(self, servers: list) -> None:
         from core.serve.servers import status_label
 
-        options = [(f"{r.id} ({status_label(r.status)})", r.id) for r in message.servers]
-        for select_id in ("#pg-server", "#pg-compare"):
-            self.query_one(select_id, Select).set_options(options)
-        if message.select in self.records:
-            self.query_one("#pg-server", Select).value = message.select
+        for select_id, label in (("#pg-server", "{id} ({status})"), ("#pg-compare", _("compare with: {id} ({status})"))):
+            select = self.query_one(select_id, Select)
+            value = select.value
+            with select.prevent(Select.Changed):
+                select.set_options([(label.format(id=r.id, status=status_label(r.status)), r.id) for r in servers])
+                if isinstance(value, str) and any(r.id == value for r in servers):
+                    select.value = value
 
     @on(Select.Changed, "#pg-server")
     def _server_chosen(self, event: Select.Changed) -> None:
@@ -156,8 +136,9 @@ class PlaygroundScreen(StepScreen):
             return
         self.app.remember(active_server=record.id)
         if record.status == "starting":
-            self.follow_start(record.id)
-        self.show_commands(record.id)
+            self._wait(record.id)
+        self.run_background(self._commands_of, self.ws, record.id, group="pg-cmds",
+                            description=_("Reading the server"), done=self._show_commands)
 
     @on(Select.Changed, "#pg-compare")
     def _compare_chosen(self, event: Select.Changed) -> None:
@@ -175,80 +156,71 @@ class PlaygroundScreen(StepScreen):
         backend = self.query_one("#pg-backend", Select).value
         self.clear_error()
         self.query_one("#pg-server-log", Log).clear()
-        self.start(self.query_one("#pg-model", Input).value.strip() or None,
-                   backend if isinstance(backend, str) else None, number("#pg-tp", 1), number("#pg-port", 0),
-                   self.query_one("#pg-trust", Checkbox).value)
+        self.run_background(self._start, self.ws, self.query_one("#pg-model", Input).value.strip() or None,
+                            backend if isinstance(backend, str) else None, number("#pg-tp", 1),
+                            number("#pg-port", 0), self.query_one("#pg-trust", Checkbox).value,
+                            group="pg-start", description=_("Starting the server"), done=self._started,
+                            failed=self._failed)
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="pg-start", description=_("Starting the server"))
-    def start(self, model: str | None, backend: str | None, tp: int, port: int, trust: bool) -> None:
-        from core.serve.servers import ServerError, start_server
+    @staticmethod
+    def _start(job: Job, ws, model: str | None, backend: str | None, tp: int, port: int, trust: bool):
         from core.serve.plan import ServePlanError, plan_server
+        from core.serve.servers import ServerError, start_server
 
         try:
-            opts, notes = plan_server(self.ws, model, backend=backend, port=port, tensor_parallel=tp,
+            opts, notes = plan_server(ws, model, backend=backend, port=port, tensor_parallel=tp,
                                       trust_remote_code=trust)
-            record = start_server(self.ws, opts)
+            return start_server(ws, opts), notes
         except (ServePlanError, ServerError, ValueError) as exc:
-            self.post_message(self.Failed(str(exc)))
-            return
-        self.post_message(self.ServerLog(notes + [_("starting {backend} server {id} on {url}", backend=record.backend,
-                                                    id=record.id, url=record.url)]))
-        self.post_message(self.Servers(list(self.records.values()) + [record], record.id))
+            raise UserError(str(exc)) from exc
+
+    def _started(self, result) -> None:
+        record, notes = result
+        self._log(notes + [_("starting {backend} server {id} on {url}", backend=record.backend, id=record.id,
+                             url=record.url)])
+        self._show_servers([r for r in self.servers if r.id != record.id] + [record], record.id)
         self._wait(record.id)
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="pg-start", description=_("Waiting for the server"))
-    def follow_start(self, server_id: str) -> None:
-        self._wait(server_id)
-
     def _wait(self, server_id: str) -> None:
+        self.run_background(self._wait_ready, self.ws, server_id, group="pg-start",
+                            description=_("Waiting for the server"), progress=self._log, done=self._ready,
+                            failed=self._failed)
+
+    @staticmethod
+    def _wait_ready(job: Job, ws, server_id: str):
         from core.serve.servers import ServerError, equivalent_commands, wait_ready
 
-        worker = get_current_worker()
-        pending: list[str] = []
-        last = [time.monotonic()]
-
-        def on_line(line: str) -> None:
-            pending.append(line[-240:])
-            if time.monotonic() - last[0] >= REDRAW_SECONDS:
-                self.post_message(self.ServerLog(pending[:]))
-                pending.clear()
-                last[0] = time.monotonic()
-
         try:
-            record = wait_ready(self.ws, server_id, on_line=on_line, cancelled=lambda: worker.is_cancelled)
+            record = wait_ready(ws, server_id, on_line=lambda line: job.report_soon(line[-240:]),
+                                cancelled=lambda: job.cancelled)
         except ServerError as exc:
-            self.post_message(self.ServerLog(pending[:]))
-            self.post_message(self.Failed(str(exc)))
-            self.app.call_from_thread(self.load_servers)
+            job.flush()
+            raise UserError(str(exc)) from exc
+        return record, equivalent_commands(ws, record) if record.status == "ready" else None
+
+    def _ready(self, result) -> None:
+        record, commands = result
+        if commands is None:
             return
-        self.post_message(self.ServerLog(pending[:]))
-        if record.status == "ready":
-            self.post_message(self.ServerReady(record, equivalent_commands(self.ws, record)))
-
-    def on_playground_screen_server_log(self, message: ServerLog) -> None:
-        if message.lines:
-            self.query_one("#pg-server-log", Log).write_lines(message.lines)
-
-    def on_playground_screen_failed(self, message: Failed) -> None:
-        self.show_error(message.error)
-        self.query_one("#pg-server-log", Log).write_lines(message.error.splitlines()[:3])
-        self.set_status("attention", message.error.splitlines()[0][:120])
-
-    def on_playground_screen_server_ready(self, message: ServerReady) -> None:
-        record = message.record
-        self.records[record.id] = record
         self.query_one("#pg-server-log", Log).write_line(_("server {id} is ready at {url}", id=record.id,
                                                           url=record.url))
-        self._show_commands(message.commands)
+        self._show_commands(commands)
         self.app.remember(active_server=record.id)
         self.load_servers(record.id)
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="pg-cmds", description=_("Reading the server"))
-    def show_commands(self, server_id: str) -> None:
+    def _log(self, lines: list[str]) -> None:
+        if lines:
+            self.query_one("#pg-server-log", Log).write_lines(lines)
+
+    def _failed(self, error: UserError) -> None:
+        self._log(str(error).splitlines()[:3])
+        self.load_servers()
+
+    @staticmethod
+    def _commands_of(job: Job, ws, server_id: str) -> dict:
         from core.serve.servers import equivalent_commands, read_server
 
-        commands = equivalent_commands(self.ws, read_server(self.ws, server_id))
-        self.app.call_from_thread(self._show_commands, commands)
+        return equivalent_commands(ws, read_server(ws, server_id))
 
     def _show_commands(self, commands: dict) -> None:
         lines = [commands["vllm"]] if "vllm" in commands else [commands["run"]]
@@ -258,16 +230,19 @@ class PlaygroundScreen(StepScreen):
     def action_stop_server(self) -> None:
         server = self.query_one("#pg-server", Select).value
         if isinstance(server, str):
-            self.stop(server)
+            self.run_background(self._stop, self.ws, server, group="pg-stop", description=_("Stopping the server"),
+                                done=self._stopped)
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="pg-stop", description=_("Stopping the server"))
-    def stop(self, server_id: str) -> None:
+    @staticmethod
+    def _stop(job: Job, ws, server_id: str) -> str:
         from core.serve.servers import status_label, stop_server
 
-        record = stop_server(self.ws, server_id)
-        self.post_message(self.ServerLog([_("server {id}: {status}", id=record.id,
-                                            status=status_label(record.status))]))
-        self.app.call_from_thread(self.load_servers)
+        record = stop_server(ws, server_id)
+        return _("server {id}: {status}", id=record.id, status=status_label(record.status))
+
+    def _stopped(self, line: str) -> None:
+        self._log([line])
+        self.load_servers()
 
     # ------------------------------------------------------------ chat
 
@@ -297,10 +272,12 @@ class PlaygroundScreen(StepScreen):
             chat = self.query_one(f"#{transcript}", ChatTranscript)
             chat.add_question(question)
             chat.start_answer()
-        self.ask(question, targets, self._params())
+        self.run_background(self._chat, question, targets, self._params(), group="pg-chat",
+                            description=_("Asking the model"), progress=self._chat_text)
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="pg-chat", description=_("Asking the model"))
-    def ask(self, question: str, targets: list[tuple[str, str]], params) -> None:
+    async def _chat(self, job: Job, question: str, targets: list[tuple[str, str]], params) -> None:
+        """An async worker, on the event loop: it streams over httpx.AsyncClient, and the conversations
+        it keeps are only ever changed here and by the screen's handlers, never from a thread."""
         from core.serve.chat import ChatDone, ChatError, Conversation
         from core.serve.servers import ServerError, endpoint, read_server
 
@@ -308,22 +285,23 @@ class PlaygroundScreen(StepScreen):
             try:
                 conversation = self.conversations.get(transcript)
                 if conversation is None or conversation.endpoint.label != server_id:
-                    conversation = Conversation(endpoint(self.ws, read_server(self.ws, server_id)))
+                    record = await asyncio.to_thread(read_server, self.ws, server_id)
+                    conversation = Conversation(await asyncio.to_thread(endpoint, self.ws, record))
                     self.conversations[transcript] = conversation
                 conversation.params = params
                 text, last = "", time.monotonic()
-                for event in conversation.ask(question):
+                async for event in conversation.aask(question):
                     if isinstance(event, ChatDone):
-                        self.post_message(self.ChatText(transcript, event.text, stats=event.stats.line()))
+                        job.report(self.ChatText(transcript, event.text, stats=event.stats.line()))
                         break
                     text += event.text
-                    if time.monotonic() - last >= REDRAW_SECONDS:
-                        self.post_message(self.ChatText(transcript, text))
+                    if time.monotonic() - last >= HUMAN_RATE:
+                        job.report(self.ChatText(transcript, text))
                         last = time.monotonic()
             except (ChatError, ServerError, OSError) as exc:
-                self.post_message(self.ChatText(transcript, "", error=str(exc)))
+                job.report(self.ChatText(transcript, "", error=str(exc)))
 
-    def on_playground_screen_chat_text(self, message: ChatText) -> None:
+    def _chat_text(self, message: ChatText) -> None:
         chat = self.query_one(f"#{message.target}", ChatTranscript)
         if message.error:
             self.show_error(message.error)
@@ -334,6 +312,7 @@ class PlaygroundScreen(StepScreen):
             chat.update_answer(message.text)
 
     def action_clear_chat(self) -> None:
+        self.workers.cancel_group(self, "pg-chat")  # an answer still streaming joins no history
         self.conversations.clear()
         for chat in self.query(ChatTranscript):
             chat.clear()
@@ -363,35 +342,27 @@ class PlaygroundScreen(StepScreen):
             self.show_error(_("start or choose a server first"))
             return
         self.query_one("#pg-tabs", TabbedContent).active = "pg-tab-verify"
-        self.query_one(VerifyResults).start()
-        self.verify(server)
+        results = self.query_one(VerifyResults)
+        results.start()
+        self.run_background(self._verify, self.ws, server, group="pg-verify", description=_("Verifying"),
+                            progress=results.add_result, done=self._verified,
+                            failed=lambda error: results.finish(None, str(error)))
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="pg-verify", description=_("Verifying"))
-    def verify(self, server_id: str) -> None:
+    @staticmethod
+    def _verify(job: Job, ws, server_id: str):
         from core.merge.export import ExportError
-        from core.train.runs import RunError
         from core.serve.servers import ServerError, endpoint, read_server
         from core.serve.verify import VerifyError, run_of_server, run_questions, verify
+        from core.train.runs import RunError
 
-        worker = get_current_worker()
         try:
-            record = read_server(self.ws, server_id)
-            questions = run_questions(self.ws, run_of_server(self.ws, record))
+            record = read_server(ws, server_id)
+            questions = run_questions(ws, run_of_server(ws, record))
         except (ServerError, VerifyError, ExportError, RunError) as exc:
-            self.post_message(self.VerifyDone(None, str(exc)))
-            return
-        report = verify(endpoint(self.ws, record), questions, server_id=server_id,
-                        on_result=lambda r: self.post_message(self.VerifyRow(r)),
-                        cancelled=lambda: worker.is_cancelled)
-        self.post_message(self.VerifyDone(report))
+            raise UserError(str(exc)) from exc
+        return verify(endpoint(ws, record), questions, server_id=server_id, on_result=job.report,
+                      cancelled=lambda: job.cancelled)
 
-    def on_playground_screen_verify_row(self, message: VerifyRow) -> None:
-        self.query_one(VerifyResults).add_result(message.result)
-
-    def on_playground_screen_verify_done(self, message: VerifyDone) -> None:
-        report = message.report
-        self.query_one(VerifyResults).finish(report, message.error)
-        if report is None:
-            self.show_error(message.error or "")
-            return
+    def _verified(self, report) -> None:
+        self.query_one(VerifyResults).finish(report)
         self.set_status("done" if report.verdict else "attention", _("verify: chrF {score:.2f}", score=report.score))

@@ -1,7 +1,7 @@
 """Step 4, Train: start, watch, stop and resume detached runs.
 
 The run itself lives outside devtune (core.train.runs + core.train.supervisor): this screen only reads its
-files through core.train.watch, in a worker thread, about once a second. Leaving the step or quitting
+files through core.train.watch, polled (StepScreen.poll) about once a second. Leaving the step or quitting
 devtune leaves the run going; coming back re-attaches and shows the whole history.
 """
 
@@ -9,16 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.message import Message
+from textual.reactive import var
 from textual.widgets import Button, Log, ProgressBar, Select, Static
-from textual.worker import get_current_worker
 
 from core.i18n import _
-from screens.base import StepScreen
+from screens.base import Job, StepScreen, UserError, step_binding
 from tui.widgets.diagnosis_box import DiagnosisBox
 from tui.widgets.gpu_panel import GpuPanel
 from tui.widgets.loss_chart import LossChart
@@ -31,97 +30,34 @@ class TrainScreen(StepScreen):
     STEP_ID = "train"
     INTRO = _("Runs `llamafactory-cli train` on the Config step's YAML as a detached run: it goes on when you "
               "leave this step, quit devtune or lose the SSH connection, and devtune re-attaches to it.")
-    DEFAULT_CSS = """
-    TrainScreen #train-bar {
-        height: 3;
-    }
-    TrainScreen #train-bar Select {
-        width: 1fr;
-        min-width: 30;
-    }
-    TrainScreen #train-bar Button {
-        min-width: 10;
-        margin-left: 1;
-    }
-    TrainScreen #train-progress-row {
-        height: 1;
-    }
-    TrainScreen #train-progress-row ProgressBar {
-        width: 42;
-    }
-    TrainScreen #train-progress {
-        width: 1fr;
-        padding: 0 1;
-    }
-    TrainScreen #train-status {
-        height: auto;
-        padding: 0 1;
-        color: $text-muted;
-    }
-    TrainScreen #train-main {
-        height: 1fr;
-        min-height: 8;
-    }
-    TrainScreen LossChart {
-        width: 3fr;
-    }
-    TrainScreen GpuPanel {
-        width: 2fr;
-        min-width: 36;
-        border: round $panel;
-    }
-    TrainScreen #train-log {
-        height: 8;
-        border: round $panel;
-    }
-    TrainScreen.-short #train-log {
-        height: 5;
-    }
-    TrainScreen.-narrow GpuPanel {
-        display: none;
-    }
-    TrainScreen.-narrow.-show-gpus GpuPanel {
-        display: block;
-        width: 1fr;
-    }
-    TrainScreen.-narrow.-show-gpus LossChart {
-        display: none;
-    }
-    """
+    CSS_PATH = "../tui/styles/train.tcss"
     BINDINGS = [
-        Binding("s", "start", _("Start run"), id="train.start", tooltip=_("start training with the current config")),
-        Binding("x", "stop", _("Stop run"), id="train.stop",
-                tooltip=_("stop after the current step; the adapter is saved")),
+        step_binding("train", "run", "start", _("Start run"), tooltip=_("start training with the current config")),
+        step_binding("train", "stop", "stop", _("Stop run"),
+                     tooltip=_("stop after the current step; the adapter is saved")),
+        step_binding("train", "check", "diagnose", _("Diagnose"),
+                     tooltip=_("explain what went wrong in the selected run, with the fix")),
+        step_binding("train", "refresh", "refresh_runs", _("Refresh runs"), tooltip=_("list the runs again")),
         Binding("r", "resume", _("Resume run"), id="train.resume",
                 tooltip=_("continue a stopped or failed run from its last checkpoint")),
-        Binding("d", "diagnose", _("Diagnose"), id="train.diagnose",
-                tooltip=_("explain what went wrong in the selected run, with the fix")),
-        Binding("f5", "refresh_runs", _("Refresh runs"), key_display="F5", id="train.refresh"),
         Binding("g", "toggle_gpus", _("Chart / GPUs"), id="train.toggle_gpus",
                 tooltip=_("on a narrow terminal, show the GPU panels instead of the chart (and back)")),
     ]
 
-    @dataclass
-    class RunsListed(Message):
-        runs: list
-        select: str | None
+    # what the screen shows follows these
+    record = var(None)  # core.train.runs.RunRecord of the shown run, as last read
+    runs: var[list] = var(list)
 
     @dataclass
-    class Polled(Message):
+    class Polled:
         run_id: str
         update: object  # core.train.watch.RunUpdate
         series: dict  # name -> (xs, ys) references for the chart
         first: bool
 
-    @dataclass
-    class Busy(Message):
-        text: str
-
     def __init__(self) -> None:
         super().__init__()
-        self.runs: list = []
         self.run_id: str | None = None
-        self.record = None
         self.snapshot = None  # the latest core.train.metrics.ProgressSnapshot of the shown run
 
     def compose_body(self) -> ComposeResult:
@@ -151,40 +87,45 @@ class TrainScreen(StepScreen):
         self.load_runs(select=self.run_id or self.state.active_run)
 
     # ------------------------------------------------------------ runs list
-    @work(thread=True, exclusive=True, exit_on_error=False, group="train-runs", description=_("Listing runs"))
     def load_runs(self, select: str | None = None) -> None:
+        self.run_background(self._list_runs, self.ws, group="train-runs", description=_("Listing runs"),
+                            done=lambda runs: self._show_runs(runs, select))
+
+    @staticmethod
+    def _list_runs(job: Job, ws) -> list:
         from core.train.runs import list_runs
 
-        runs = [r for r in list_runs(self.ws) if r.kind == "train"]
-        self.post_message(self.RunsListed(runs, select))
+        return [r for r in list_runs(ws) if r.kind == "train"]
 
-    @on(RunsListed)
-    def _runs_listed(self, event: RunsListed) -> None:
-        self.runs = event.runs
-        select = self.query_one("#train-runs", Select)
-        from core.train.runs import status_label
-
-        options = [(f"{r.id}  [{status_label(r.status)}]", r.id) for r in event.runs]
-        wanted = event.select if any(r.id == event.select for r in event.runs) else (
-            event.runs[0].id if event.runs else None)
-        with select.prevent(Select.Changed):
-            select.set_options(options)
-            if wanted:
-                select.value = wanted
+    def _show_runs(self, runs: list, select: str | None) -> None:
+        self.runs = runs
+        wanted = select if any(r.id == select for r in runs) else (runs[0].id if runs else None)
+        if wanted:
+            with self.query_one("#train-runs", Select).prevent(Select.Changed):
+                self.query_one("#train-runs", Select).value = wanted
         if wanted and wanted != self.run_id:
             self.attach(wanted)
-        elif not event.runs:
+        elif not runs:
             self._show_no_run()
-        self._refresh_buttons()
+
+    def watch_runs(self, runs: list) -> None:
+        from core.train.runs import status_label
+
+        select = self.query_one("#train-runs", Select)
+        value = select.value
+        with select.prevent(Select.Changed):
+            select.set_options([(f"{r.id}  [{status_label(r.status)}]", r.id) for r in runs])
+            if isinstance(value, str) and any(r.id == value for r in runs):
+                select.value = value
 
     def _show_no_run(self) -> None:
         from core.config.files import current_config_path
 
         path = current_config_path(self.ws)
         if self.ws.abs(path).exists():
-            text = _("No run yet. Press s (Start) to train with {path}.", path=path)
+            text = _("No run yet. Press F5 (Start) to train with {path}.", path=path)
         else:
-            text = _("No training config yet: make one in step 3 (Config), then come back and press s.")
+            text = _("No training config yet: make one in step 3 (Config), then come back and press F5.")
         self.query_one("#train-status", Static).update(text)
 
     @on(Select.Changed, "#train-runs")
@@ -200,36 +141,30 @@ class TrainScreen(StepScreen):
         self.query_one("#train-log", Log).clear()
         self.query_one(DiagnosisBox).hide()
         self.query_one("#train-progress", Static).update(_("reading the run's history…"))
-        self.watch_run(run_id)
-        if self.state.active_run != run_id:
-            self.app.remember(active_run=run_id)
-
-    @work(thread=True, exclusive=True, exit_on_error=False, group="train-watch", description=_("Watching the run"))
-    def watch_run(self, run_id: str) -> None:
-        import time
-
         from core.train.watch import RunWatcher
 
-        worker = get_current_worker()
         watcher = RunWatcher(self.ws, run_id)
-        first = True
-        while not worker.is_cancelled:
+        first = [True]
+
+        def fetch(job: Job) -> TrainScreen.Polled:
             update = watcher.poll()
             m = watcher.metrics
             series = {"loss": (m.loss.xs, m.loss.ys), "smoothed": (m.loss_smooth.xs, m.loss_smooth.ys),
                       "eval_loss": (m.eval_loss.xs, m.eval_loss.ys), "lr": (m.lr.xs, m.lr.ys),
                       "resumes": list(m.resumes)}
-            if first:
+            polled = TrainScreen.Polled(run_id, update, series, first[0])
+            if first[0]:
                 from core.train.gpu.history import read_history
 
                 update.gpu_samples = read_history(watcher.dir / "gpu.jsonl", max_ticks=120)
-            self.post_message(self.Polled(run_id, update, series, first))
-            first = False
-            deadline = time.monotonic() + (POLL_SECONDS if update.record.active else 5 * POLL_SECONDS)
-            while time.monotonic() < deadline and not worker.is_cancelled:
-                time.sleep(0.1)
+                first[0] = False
+            return polled
 
-    @on(Polled)
+        self.poll(fetch, every=lambda p: POLL_SECONDS if p.update.record.active else 5 * POLL_SECONDS,
+                  group="train-watch", description=_("Watching the run"), each=self._polled)
+        if self.state.active_run != run_id:
+            self.app.remember(active_run=run_id)
+
     def _polled(self, event: Polled) -> None:
         if event.run_id != self.run_id:
             return
@@ -258,7 +193,13 @@ class TrainScreen(StepScreen):
             self._record_outcome(u)
             if u.ended_now:
                 self.load_runs(select=u.record.id)
-        self._refresh_buttons()
+
+    def watch_record(self, record) -> None:
+        """The buttons follow the shown run: Stop while it runs, Resume once it stopped."""
+        active = bool(record and record.active)
+        self.query_one("#train-stop", Button).disabled = not active
+        self.query_one("#train-resume", Button).disabled = active or record is None
+        self.query_one("#train-start", Button).disabled = active
 
     def _show_progress(self, u) -> None:
         from core.train.runs import status_label
@@ -300,32 +241,28 @@ class TrainScreen(StepScreen):
             note = u.record.note or _("exit code {code}", code=u.record.exit_code)
             self.set_status("attention", _("run {id} failed: {note}", id=u.record.id, note=note))
 
-    def _refresh_buttons(self) -> None:
-        active = bool(self.record and self.record.active)
-        self.query_one("#train-stop", Button).disabled = not active
-        self.query_one("#train-resume", Button).disabled = active or self.record is None
-        self.query_one("#train-start", Button).disabled = active
-
     # ------------------------------------------------------------ actions
     @on(Button.Pressed, "#train-start")
     def action_start(self) -> None:
         if self.record is not None and self.record.active:
             self.app.notify(_("a run is already going; stop it first"), severity="warning")
             return
-        self.start_run()
+        self.run_background(self._start, self.ws, group="train-act", description=_("Starting the run"),
+                            done=self._started)
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="train-act", description=_("Starting the run"))
-    def start_run(self) -> None:
+    @staticmethod
+    def _start(job: Job, ws):
         from core.train.launch import LaunchError, launch_training
 
         try:
-            record = launch_training(self.ws)
+            return launch_training(ws)
         except LaunchError as exc:
-            self.app.call_from_thread(self.show_error, str(exc))
-            return
-        self.app.call_from_thread(self.clear_error)
-        self.app.call_from_thread(self.app.notify, _("run {id} started", id=record.id))
-        self.post_message(self.RunsListed([record] + [r for r in self.runs if r.id != record.id], record.id))
+            raise UserError(str(exc)) from exc
+
+    def _started(self, record) -> None:
+        self.clear_error()
+        self.app.notify(_("run {id} started", id=record.id))
+        self._show_runs([record] + [r for r in self.runs if r.id != record.id], record.id)
 
     @on(Button.Pressed, "#train-stop")
     def action_stop(self) -> None:
@@ -337,55 +274,60 @@ class TrainScreen(StepScreen):
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self.stop_run(run_id)
+                self.run_background(self._stop, self.ws, run_id, group="train-act",
+                                    description=_("Stopping the run"), progress=self.app.notify,
+                                    done=self.app.notify)
 
         self.app.push_screen(ConfirmScreen(_("Stop run {id}? It stops after the current step and saves the "
                                              "adapter; you can resume it from its last checkpoint.", id=run_id),
                                            yes=_("Stop")), answered)
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="train-act", description=_("Stopping the run"))
-    def stop_run(self, run_id: str) -> None:
+    @staticmethod
+    def _stop(job: Job, ws, run_id: str) -> str:
         from core.train.runs import status_label, stop_run
 
-        def say(text: str) -> None:
-            self.app.call_from_thread(self.app.notify, text)
-
-        final = stop_run(self.ws, run_id, progress=say)
-        say(_("run {id}: {status}", id=final.id, status=status_label(final.status)))
+        final = stop_run(ws, run_id, progress=job.report)
+        return _("run {id}: {status}", id=final.id, status=status_label(final.status))
 
     @on(Button.Pressed, "#train-resume")
     def action_resume(self) -> None:
         if self.record is None or self.record.active:
             return
-        self.resume_run(self.record.id)
+        self.run_background(self._resume, self.ws, self.record.id, group="train-act",
+                            description=_("Resuming the run"), done=self._resumed)
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="train-act", description=_("Resuming the run"))
-    def resume_run(self, run_id: str) -> None:
+    @staticmethod
+    def _resume(job: Job, ws, run_id: str):
         from core.train.runs import RunError, resume_run
 
         try:
-            record = resume_run(self.ws, run_id)
+            return resume_run(ws, run_id)
         except RunError as exc:
-            self.app.call_from_thread(self.show_error, str(exc))
-            return
-        self.app.call_from_thread(self.clear_error)
-        self.post_message(self.RunsListed([record] + self.runs, record.id))
+            raise UserError(str(exc)) from exc
+
+    def _resumed(self, record) -> None:
+        self.clear_error()
+        self._show_runs([record] + [r for r in self.runs if r.id != record.id], record.id)
 
     def action_diagnose(self) -> None:
         if self.run_id:
-            self.diagnose_run(self.run_id)
+            self.run_background(self._diagnose, self.ws, self.run_id, group="train-diag",
+                                description=_("Diagnosing"), done=self._diagnosed)
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="train-diag", description=_("Diagnosing"))
-    def diagnose_run(self, run_id: str) -> None:
+    @staticmethod
+    def _diagnose(job: Job, ws, run_id: str) -> tuple[list, str]:
         from core.train.watch import RunWatcher
 
-        watcher = RunWatcher(self.ws, run_id)
+        watcher = RunWatcher(ws, run_id)
         found = watcher.diagnose()
-        box = self.query_one(DiagnosisBox)
+        return found, watcher.record.note
+
+    def _diagnosed(self, result: tuple[list, str]) -> None:
+        found, note = result
         if found:
-            self.app.call_from_thread(box.show_diagnoses, found, watcher.record.note)
+            self.query_one(DiagnosisBox).show_diagnoses(found, note)
         else:
-            self.app.call_from_thread(self.app.notify, _("nothing wrong found in this run's logs"))
+            self.app.notify(_("nothing wrong found in this run's logs"))
 
     def action_refresh_runs(self) -> None:
         self.load_runs(select=self.run_id)

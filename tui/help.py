@@ -12,20 +12,6 @@ from core.i18n import _
 
 
 class HelpScreen(ModalScreen[None]):
-    DEFAULT_CSS = """
-    HelpScreen {
-        align: center middle;
-    }
-    HelpScreen > VerticalScroll {
-        width: 76;
-        max-width: 100%;
-        height: auto;
-        max-height: 90%;
-        border: round $primary;
-        background: $surface;
-        padding: 0 1;
-    }
-    """
     BINDINGS = [
         Binding("escape", "dismiss", _("Close"), id="help.close"),
         Binding("f1", "dismiss", _("Close"), show=False, id="help.close_f1"),
@@ -51,11 +37,14 @@ class HelpScreen(ModalScreen[None]):
 
 
 def binding_rows(bindings: list[Binding]) -> list[tuple[str, str]]:
-    rows = []
-    seen = set()
+    """(keys, description) per action: an action on two keys (F5 and l) is one row, "F5 l"."""
+    keys: dict[str, list[str]] = {}
+    described: dict[str, str] = {}
     for b in bindings:
-        if not b.description or b.action in seen:
+        if not b.description:
             continue
-        seen.add(b.action)
-        rows.append((b.key_display or b.key, b.description))
-    return rows
+        described.setdefault(b.action, b.description)
+        shown = b.key_display or b.key
+        if shown not in keys.setdefault(b.action, []):
+            keys[b.action].append(shown)
+    return [(" ".join(keys[action]), description) for action, description in described.items()]

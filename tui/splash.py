@@ -16,12 +16,6 @@ from tui.widgets.stepper import Stepper
 
 
 class SplashScreen(Screen):
-    DEFAULT_CSS = """
-    SplashScreen #splash-note {
-        padding: 1 2;
-        color: $text-muted;
-    }
-    """
 
     def __init__(self, step_id: str | None) -> None:
         super().__init__()

@@ -158,3 +158,34 @@ async def test_a_failing_worker_is_shown_not_fatal(ws):
         screen.open_file(ws.data_dir / "qa_pairs.json")
         await wait_until(pilot, lambda: screen.report is not None)
         assert screen.report.format == "alpaca (question/answer)"
+
+
+async def test_a_steps_keys_work_wherever_the_focus_is(ws):
+    """Found by a new user: after opening a file from the tree and linting it (l), `f` did nothing until
+    Tab moved the focus. Now f opens the Fix form and previews, from the row table's focus."""
+    app = DevtuneApp(ws, watch_terminal=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, DataScreen) and app.screen.is_mounted)
+        screen = app.screen
+        await open_in_tree(pilot, screen, ws.data_dir / "support_messy.jsonl")
+        await wait_until(pilot, lambda: screen.report is not None)
+        linted = screen.report
+        await pilot.press("l")
+        await wait_until(pilot, lambda: screen.report is not linted and screen.report is not None)
+        assert isinstance(app.focused, RowPager)
+        await pilot.press("f")
+        result = lambda: str(screen.query_one(DataActions).query_one("#actions-result", Static).render())  # noqa: E731
+        await wait_until(pilot, lambda: "33 rows in → 28 written" in result())
+        await pilot.pause(0.3)
+        assert screen.query_one("#data-tabs", TabbedContent).active == "tab-actions"
+        await pilot.press("v")  # and the next key too, from where the focus is now
+        await wait_until(pilot, lambda: "Preview" in result() and "alpaca" in result().lower())
+        assert screen.query_one("#data-tabs", TabbedContent).active == "tab-actions"
+
+        # while typing in a text field, letters are text, not keys
+        field = screen.query_one("#register-name", Input)
+        field.focus()
+        field.value = ""
+        await pilot.press("f", "l")
+        assert field.value == "fl"
+        assert screen.query_one("#data-tabs", TabbedContent).active == "tab-actions"

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from screens import steps as step_registry
-from screens.doctor import REPLAY_ENV, DoctorScreen
+from core.doctor.replay import REPLAY_ENV
+from screens.doctor import DoctorScreen
 from screens.steps import StepInfo
 from tests.tui.helpers import wait_until
 from tui.app import DevtuneApp
@@ -34,9 +35,16 @@ async def select(pilot, screen, check_id: str) -> None:
 
 async def test_real_doctor_on_this_machine(workspace, doctor_only, monkeypatch):
     monkeypatch.delenv(REPLAY_ENV, raising=False)
-    seen = []
+    kinds = []  # the doctor's events, in the order the screen received them (on the event loop)
+    shown = DoctorScreen._doctor_event
+
+    def received(screen, event):
+        kinds.append(type(event).__name__)
+        shown(screen, event)
+
+    monkeypatch.setattr(DoctorScreen, "_doctor_event", received)
     app = DevtuneApp(workspace, watch_terminal=False)
-    async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
+    async with app.run_test(size=(120, 40)) as pilot:
         await wait_until(pilot, lambda: isinstance(app.screen, DoctorScreen) and app.screen.is_mounted)
         screen = app.screen
         tree = screen.query_one(CheckTree)
@@ -44,8 +52,7 @@ async def test_real_doctor_on_this_machine(workspace, doctor_only, monkeypatch):
         await wait_until(pilot, lambda: screen.report is not None, timeout=240)
 
         # it filled in live: checks were shown before the last probe (vLLM's import) finished
-        kinds = [type(m).__name__ for m in seen]
-        assert kinds.index("CheckReady") < max(i for i, k in enumerate(kinds) if k == "ProbeProgress")
+        assert kinds.index("CheckJudged") < max(i for i, k in enumerate(kinds) if k == "ProbeFinished")
         assert all(tree.state(i) in ("ok", "warn", "fail", "skip") for i in tree.check_ids())
         assert screen.report.machine == "cpu" and not screen.report.failed
 
@@ -61,7 +68,7 @@ async def test_real_doctor_on_this_machine(workspace, doctor_only, monkeypatch):
 
         # re-run one check: its probes run again and the verdict comes back
         before = screen.evidence.commands["torch"]
-        await pilot.press("r")
+        await pilot.press("f6")
         await wait_until(pilot, lambda: not screen.running_some and tree.state("torch.build") == "ok", timeout=120)
         assert screen.evidence.commands["torch"] is not before
         assert screen.evidence.commands["ds_report"] is not None

@@ -64,7 +64,7 @@ async def test_no_config_says_where_to_go(workspace, train_only):
     async with app.run_test(size=(120, 40)) as pilot:
         status = (await opened(pilot, app)).query_one("#train-status")
         await wait_until(pilot, lambda: "Config" in str(status.render()))
-        await pilot.press("s")
+        await pilot.press("f5")
         await wait_until(pilot, lambda: app.screen.query_one("#step-error").has_class("-visible"))
         assert "config" in str(app.screen.query_one("#step-error").render()).lower()
 

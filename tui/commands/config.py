@@ -148,7 +148,7 @@ def run_init(args) -> int:
     from core.config.files import DEFAULT_CONFIG, preview, record_sidecar, save_config
     from core.config.gpu_catalog import gpu_model
     from core.config.presets import PRESETS, preset_spec
-    from core.setup.tinymodel import TINY_NAME
+    from core.config.starting_preset import starting_preset
     from core.workspace.layout import StepStatus
     from core.config.yaml_in import ImportProblem, import_lf_yaml
 
@@ -166,7 +166,7 @@ def run_init(args) -> int:
             result = import_lf_yaml(source, root=ws.root)
             spec, kept, notes = result.spec, result.kept, result.notes
         else:
-            name = args.preset or ("cpu-demo" if (ws.models_dir / TINY_NAME / "config.json").exists() else "lora-1gpu")
+            name = args.preset or starting_preset(ws)
             if name not in PRESETS:
                 err(_("unknown preset {name}; choose one of {names}", name=name, names=", ".join(PRESETS)))
                 return EXIT_USAGE

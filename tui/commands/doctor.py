@@ -58,15 +58,17 @@ def run_doctor_command(args) -> int:
 
     from core.doctor.evidence import Evidence
     from core.doctor.probes import DoctorContext
+    from core.doctor.replay import replay_folder
     from core.doctor.report import render_text, save_report
     from core.doctor.runner import ProbeFinished, iter_doctor, select_verdicts, DoctorFinished
 
     ws = workspace(args)
     verdicts = select_verdicts(only, checks)
     evidence, ctx = None, None
-    if args.replay:
+    replay = replay_folder(args.replay)  # --replay DIR, or $DEVTUNE_DOCTOR_REPLAY as in the wizard
+    if replay:
         try:
-            evidence = Evidence.load(args.replay)
+            evidence = Evidence.load(replay)
         except (OSError, ValueError) as exc:
             err(str(exc))
             return 2

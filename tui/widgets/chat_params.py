@@ -9,6 +9,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Input
 
 from core.i18n import _
+from tui.widgets.titled import titled
 
 DEFAULTS = {"temperature": 0.7, "top_p": 1.0, "max_tokens": 256}
 
@@ -24,14 +25,12 @@ class ChatParamsForm(Vertical):
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="pg-prompt-row"):
-            yield Input(placeholder=_("system prompt"), id="pg-system")
-            yield Input(placeholder=_("stop (comma-separated)"), id="pg-stop-seq")
+            yield titled(Input(placeholder=_("none"), id="pg-system"), _("system prompt"))
+            yield titled(Input(placeholder=_("comma-separated"), id="pg-stop-seq"), _("stop strings"))
         with Horizontal(id="pg-params"):
-            yield Input(str(DEFAULTS["temperature"]), placeholder=_("temperature"), id="pg-temperature",
-                        type="number")
-            yield Input(str(DEFAULTS["top_p"]), placeholder="top_p", id="pg-top-p", type="number")
-            yield Input(str(DEFAULTS["max_tokens"]), placeholder=_("max tokens"), id="pg-max-tokens",
-                        type="integer")
+            yield titled(Input(str(DEFAULTS["temperature"]), id="pg-temperature", type="number"), _("temperature"))
+            yield titled(Input(str(DEFAULTS["top_p"]), id="pg-top-p", type="number"), "top_p")
+            yield titled(Input(str(DEFAULTS["max_tokens"]), id="pg-max-tokens", type="integer"), _("max tokens"))
 
     def params(self):
         from core.serve.chat import ChatParams

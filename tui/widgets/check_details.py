@@ -78,7 +78,7 @@ class CheckDetails(VerticalScroll):
         self.query_one("#check-details-fix-heading", Static).display = False
         self.query_one("#check-details-reference", Static).update("")
         self.query_one("#check-details-hint", Static).update(
-            _("select a check to see what was seen and its fix; r re-runs the whole category"))
+            _("select a check to see what was seen and its fix; F6 re-runs the whole category"))
 
     def show_check(self, check: DoctorCheck | None, *, title: str = "", category: str = "",
                    running: bool = False) -> None:
@@ -110,5 +110,5 @@ class CheckDetails(VerticalScroll):
         self.query_one("#check-details-reference", Static).update(
             _("Reference: {reference}", reference=check.reference) if check.reference else "")
         self.query_one("#check-details-hint", Static).update(
-            _("c copies the fix; r re-runs this check after you fixed it") if has_fix else
-            _("r re-runs this check"))
+            _("c copies the fix; F6 re-runs this check after you fixed it") if has_fix else
+            _("F6 re-runs this check"))

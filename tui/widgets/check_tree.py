@@ -8,10 +8,8 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from core.i18n import _
+from tui.widgets import status_marks
 
-MARKS = {"ok": "✓", "warn": "!", "fail": "✗", "skip": "–", "pending": "…", "running": "⟳"}
-THEME_COLOURS = {"ok": "success", "warn": "warning", "fail": "error", "skip": "text-muted",
-                 "pending": "text-muted", "running": "accent"}
 CATEGORY_PREFIX = "category:"
 
 
@@ -92,13 +90,14 @@ class CheckTree(Tree[str]):
 
     def _colour(self, state: str) -> str:
         try:
-            return self.app.get_css_variables().get(THEME_COLOURS[state], "")
+            return self.app.get_css_variables().get(status_marks.colour(state), "")
         except Exception:  # not mounted yet
             return ""
 
     def _relabel(self, check_id: str) -> None:
         state = self._state[check_id]
-        label = Text.assemble((MARKS[state] + " ", self._colour(state) + " bold"), self._titles[check_id])
+        label = Text.assemble((status_marks.mark(state) + " ", self._colour(state) + " bold"),
+                              self._titles[check_id])
         if state == "skip":
             label.stylize(self._colour("skip"))
         self._leaves[check_id].set_label(label)
@@ -109,9 +108,9 @@ class CheckTree(Tree[str]):
         for state in ("fail", "warn", "running", "pending"):
             n = states.count(state)
             if n:
-                label.append(f"  {MARKS[state]}{n}", style=self._colour(state))
+                label.append(f"  {status_marks.mark(state)}{n}", style=self._colour(state))
         if "ok" in states and all(s in ("ok", "skip") for s in states):
-            label.append(f"  {MARKS['ok']}", style=self._colour("ok"))
+            label.append(f"  {status_marks.mark('ok')}", style=self._colour("ok"))
         if states and all(s == "skip" for s in states):
             label.append("  " + _("not applicable"), style=self._colour("skip"))
         self._categories[category].set_label(label)

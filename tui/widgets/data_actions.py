@@ -16,6 +16,7 @@ from textual.message import Message
 from textual.widgets import Button, Checkbox, DataTable, Input, Select, Static
 
 from core.i18n import _
+from tui.widgets.titled import titled
 
 SOURCES = ("auto", "chatlog", "qa", "csv", "sharegpt", "messages")
 
@@ -38,7 +39,7 @@ class DataActions(VerticalScroll):
         width: 1fr;
     }
     DataActions Select {
-        width: 16;
+        width: 20;
     }
     DataActions Button {
         margin-left: 1;
@@ -75,23 +76,23 @@ class DataActions(VerticalScroll):
         name: str = ""
 
     def compose(self) -> ComposeResult:
-        yield Static(_("Fix into a new file (safe fixes; tick the box for the ones that need a confirmation)"),
-                     classes="actions-title")
+        yield Static(_("Fix into a new file (the safe fixes; tick the box for the others)"), classes="actions-title")
         with Horizontal():
-            yield Input(placeholder=_("output file"), id="fix-output")
-            yield Checkbox(_("--yes fixes"), id="fix-yes")
+            yield titled(Input(placeholder=_("output file"), id="fix-output"), _("fixed file"))
+            yield Checkbox(_("also apply fixes that need a confirmation"), id="fix-yes")
             yield Button(_("Preview"), id="fix-preview")
             yield Button(_("Write"), id="fix-write", variant="primary")
         yield Static(_("Convert to alpaca JSON Lines (chat logs, Q&A text, CSV, sharegpt, messages)"),
                      classes="actions-title")
         with Horizontal():
-            yield Select([(s, s) for s in SOURCES], value="auto", allow_blank=False, id="convert-from")
-            yield Input(placeholder=_("output file"), id="convert-output")
+            yield Select([(_("from: {format}", format=s), s) for s in SOURCES], value="auto", allow_blank=False,
+                         id="convert-from")
+            yield titled(Input(placeholder=_("output file"), id="convert-output"), _("converted file"))
             yield Button(_("Preview"), id="convert-preview")
             yield Button(_("Write"), id="convert-write", variant="primary")
         yield Static(_("Register in data/dataset_info.json"), classes="actions-title")
         with Horizontal():
-            yield Input(placeholder=_("dataset name"), id="register-name")
+            yield titled(Input(placeholder=_("dataset name"), id="register-name"), _("dataset name"))
             yield Button(_("Preview"), id="register-preview")
             yield Button(_("Register"), id="register-write", variant="primary")
         yield Static(_("Choose Preview to see the result before anything is written."), id="actions-result",
@@ -111,8 +112,12 @@ class DataActions(VerticalScroll):
         if action not in ("fix", "convert", "register"):
             return
         event.stop()
+        self.request(action, write=mode == "write")
+
+    def request(self, action: str, *, write: bool) -> None:
+        """Ask for `action` (fix | convert | register) with what the form holds: a preview, or the write."""
         self.post_message(self.Requested(
-            action=action, write=mode == "write",
+            action=action, write=write,
             output=self.query_one(f"#{action}-output", Input).value.strip() if action != "register" else "",
             yes=self.query_one("#fix-yes", Checkbox).value,
             source_format=str(self.query_one("#convert-from", Select).value),

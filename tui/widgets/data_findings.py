@@ -11,10 +11,9 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from core.i18n import _
+from tui.widgets import status_marks
 
 MAX_SHOWN = 2000
-STYLES = {"error": "bold $error", "warning": "bold $warning", "info": "$text-muted"}
-MARKS = {"error": "✗", "warning": "!", "info": "·"}
 
 
 class DataFindings(OptionList):
@@ -44,7 +43,8 @@ class DataFindings(OptionList):
         self.lines = [f.line for f in shown]
         options = []
         for i, f in enumerate(shown):
-            mark = Content.styled(f"{MARKS.get(f.severity, '·')} ", STYLES.get(f.severity, ""))
+            mark = Content.styled(f"{status_marks.mark(f.severity)} ",
+                                  status_marks.style(f.severity, bold=f.severity != "info"))
             rule = Content.styled(f"{f.rule:<17} ", "$text-muted")
             fix = Content.styled(f"  [{f.fix}]" if f.fix != "none" else "", "$text-muted italic")
             options.append(Option(mark + rule + Content(f.message) + fix, id=f"finding-{i}"))

@@ -7,8 +7,8 @@ from textual.content import Content
 from textual.widgets import Static
 
 from core.i18n import _
+from tui.widgets import status_marks
 
-MARKS = {"ok": ("✓ ", "bold $success"), "warning": ("! ", "bold $warning"), "error": ("✗ ", "bold $error")}
 
 
 class ExportReportView(Static):
@@ -41,8 +41,9 @@ class ExportReportView(Static):
         self.set_class(report.verdict == "warning", "-warning")
         lines: list[Content] = []
         for f in report.findings:
-            mark, style = MARKS.get(f.level, MARKS["warning"])
-            lines.append(Content.styled(mark, style) + Content.styled(f"{f.what}: ", "bold") + Content(f.detail))
+            level = f.level if f.level in ("ok", "error") else "warning"
+            lines.append(Content.styled(status_marks.mark(level) + " ", status_marks.style(level, bold=True))
+                         + Content.styled(f"{f.what}: ", "bold") + Content(f.detail))
             if f.fix:
                 lines.append(Content.styled(f"  → {f.fix}", "$text-muted italic"))
         template = report.template

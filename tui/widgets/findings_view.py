@@ -8,7 +8,8 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Static
 
-MARKS = {"error": ("✗ ", "bold $error"), "warning": ("! ", "bold $warning"), "info": ("· ", "$text-muted")}
+from tui.widgets import status_marks
+
 
 
 class FindingsView(Static):
@@ -36,9 +37,10 @@ class FindingsView(Static):
             return
         lines: list[Content] = []
         for severity, message, fix in items:
-            mark, style = MARKS.get(severity, MARKS["info"])
-            text_style = "$text" if severity != "info" else "$text-muted"
-            lines.append(Content.styled(mark, style) + Content.styled(message, text_style))
+            level = severity if severity in ("error", "warning") else "info"
+            text_style = "$text" if level != "info" else "$text-muted"
+            mark = Content.styled(status_marks.mark(level) + " ", status_marks.style(level, bold=level != "info"))
+            lines.append(mark + Content.styled(message, text_style))
             if fix:
                 lines.append(Content.styled(f"  → {fix}", "$text-muted italic"))
         self.update(Content("\n").join(lines))

@@ -11,12 +11,13 @@ from dataclasses import dataclass, field
 from textual.content import Content
 from textual.widgets import Static
 
+from tui.widgets import status_marks
+
 GIB = 1024 ** 3
 BAR_WIDTH = 48
 PART_STYLES = ("$primary", "$secondary", "$accent", "$warning", "$success", "$error", "$foreground",
                "$text-muted")
-VERDICT_STYLES = {"fits": "bold $success", "tight": "bold $warning", "does_not_fit": "bold $error",
-                  "unknown": "bold $text-muted"}
+VERDICT_STYLES = {v: status_marks.style(v, bold=True) for v in ("fits", "tight", "does_not_fit", "unknown")}
 
 
 @dataclass

@@ -8,8 +8,8 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Static
 
-MARKS = {"not_started": "·", "attention": "!", "done": "✓"}
-STYLES = {"not_started": "$text-muted", "attention": "$warning", "done": "$success"}
+from tui.widgets import status_marks
+
 
 
 class Stepper(Static):
@@ -40,8 +40,8 @@ class Stepper(Static):
         parts: list[Content] = []
         for n, step in enumerate(STEPS, 1):
             status = state.step(step.id).status.value if state is not None else "not_started"
-            label = f" {n} {step.title} {MARKS[status]} "
-            style = "reverse bold" if step.id == self.current else STYLES[status]
+            label = f" {n} {step.title} {status_marks.mark(status)} "
+            style = "reverse bold" if step.id == self.current else status_marks.style(status)
             parts.append(Content.styled(label, style).stylize(f"@click=app.goto_step('{step.id}')"))
             if n < len(STEPS):
                 parts.append(Content.styled("›", "$text-muted"))

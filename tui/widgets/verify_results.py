@@ -8,6 +8,7 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
 from core.i18n import _
+from tui.widgets import status_marks
 
 
 def _flat(text: str) -> str:
@@ -22,7 +23,7 @@ class VerifyResults(Vertical):
     """
 
     def compose(self) -> ComposeResult:
-        yield Static(_("F7 asks questions from the training data and scores the answers (chrF)."), id="pg-verdict")
+        yield Static(_("F6 asks questions from the training data and scores the answers (chrF)."), id="pg-verdict")
         yield DataTable(id="pg-verify", cursor_type="row", zebra_stripes=True)
 
     def on_mount(self) -> None:
@@ -34,8 +35,8 @@ class VerifyResults(Vertical):
 
     def add_result(self, r) -> None:
         """One core.serve.verify.QuestionResult."""
-        self.query_one(DataTable).add_row("✓" if r.passed else "✗", f"{r.score:.2f}", _flat(r.question),
-                                          _flat(r.expected), _flat(r.error or r.answer))
+        self.query_one(DataTable).add_row(status_marks.mark("passed" if r.passed else "failed"), f"{r.score:.2f}",
+                                          _flat(r.question), _flat(r.expected), _flat(r.error or r.answer))
 
     def finish(self, report, error: str | None = None) -> None:
         """The core.serve.verify report, or None with the error that stopped the check."""
