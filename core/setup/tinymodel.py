@@ -112,6 +112,9 @@ def build_tiny_model(out_dir: Path, corpus_dir: Path, spec: TinyModelSpec = Tiny
     )
 
     say(_("building the LLaMA model"))
+    from core.setup.library_logs import quiet_library_logs
+
+    quiet_library_logs()  # no DeepSpeed accelerator warning, no shard progress bar in `devtune demo`
     import torch
     from transformers import (
         GenerationConfig,
