@@ -2,7 +2,9 @@
 
 - loss NaN or inf (error), loss exactly 0 (error: LLaMA-Factory users meet it when every label is
   masked, or when NaN gradients are being filtered — #4278, #2916), grad_norm NaN (error);
-- no decrease over a window (warning);
+- over a window of the run's own logged steps, a least-squares trend: the loss rising by more than
+  its noise (diverging, warning) or not falling by more than its noise (no_decrease, warning). A
+  decrease, however small, that stands out of the step-to-step noise is never called "not falling";
 - oscillation: the loss swings up and down by a large share of its level (the guide's MI300X
   symptom, LlamaFactory#7890 — try a lower learning rate, more warmup, bf16);
 - throughput collapse: the steps per second fall far below the run's own median (thermal or power
@@ -27,7 +29,7 @@ ERROR, WARNING = "error", "warning"
 
 @dataclass(frozen=True)
 class Anomaly:
-    id: str  # loss_nan, loss_inf, loss_zero, grad_norm_nan, no_decrease, oscillation, throughput_collapse
+    id: str  # loss_nan, loss_inf, loss_zero, grad_norm_nan, no_decrease, diverging, oscillation, throughput_collapse
     step: int
     severity: str
     message: str
@@ -96,24 +98,14 @@ class AnomalyDetector:
         self._losses.clear()
         self._rates.clear()
         self._n = 0
-        for key in ("no_decrease", "oscillation", "throughput_collapse"):
+        for key in ("no_decrease", "diverging", "oscillation", "throughput_collapse"):
             self.active.pop(key, None)
 
     # ------------------------------------------------------------------ windows
     def _check_windows(self, step: int) -> list[Anomaly]:
         found: list[Anomaly] = []
         losses = list(self._losses)
-        if len(losses) >= self.window:
-            win = losses[-self.window:]
-            k = max(3, self.window // 5)
-            first, last = sum(win[:k]) / k, sum(win[-k:]) / k
-            if last >= first * 0.99:
-                found += self._set_active("no_decrease", step, WARNING, _(
-                    "loss has not decreased over the last {n} logged steps ({first} -> {last}): check the learning "
-                    "rate (too low, or decayed to 0), the data (duplicates, wrong template), or stop: it has converged",
-                    n=self.window, first=_fmt(first), last=_fmt(last)))
-            else:
-                self.active.pop("no_decrease", None)
+        oscillating = False
         if len(losses) >= self.oscillation_window:
             win = losses[-self.oscillation_window:]
             diffs = [b - a for a, b in zip(win, win[1:])]
@@ -121,13 +113,33 @@ class AnomalyDetector:
             changes = sum(1 for a, b in zip(signs, signs[1:]) if a != b) / max(1, len(signs) - 1)
             level = sum(abs(v) for v in win) / len(win)
             swing = sum(abs(d) for d in diffs) / len(diffs) / level if level > 0 else 0.0
-            if changes >= 0.6 and swing >= 0.25:
+            oscillating = changes >= 0.6 and swing >= 0.25
+            if oscillating:
                 found += self._set_active("oscillation", step, WARNING, _(
                     "loss oscillates at step {step} (swings of {pct}% of its level): lower learning_rate, add warmup "
                     "(warmup_ratio 0.1), use bf16; on MI300X also check the ROCm/PyTorch versions", step=step,
                     pct=f"{swing * 100:.0f}"))
             else:
                 self.active.pop("oscillation", None)
+        if len(losses) >= self.window:
+            trend = loss_trend(losses[-self.window:])
+            rising = trend.change > 2 * trend.noise and trend.change > 0.05 * trend.level
+            flat = not rising and not oscillating and trend.change > -2 * trend.noise
+            if rising:
+                found += self._set_active("diverging", step, WARNING, _(
+                    "loss is rising over the last {n} logged steps (trend {first} -> {last}): the learning rate is "
+                    "too high for this run; lower learning_rate, add warmup (warmup_ratio 0.1), keep max_grad_norm "
+                    "at 1.0", n=self.window, first=_fmt(trend.first), last=_fmt(trend.last)))
+            else:
+                self.active.pop("diverging", None)
+            if flat:
+                found += self._set_active("no_decrease", step, WARNING, _(
+                    "loss has stopped falling over the last {n} logged steps (trend {first} -> {last}, less than "
+                    "its step-to-step noise of ±{noise}): check the learning rate (too low, or decayed to 0), the "
+                    "data (duplicates, wrong template), or stop: it has converged",
+                    n=self.window, first=_fmt(trend.first), last=_fmt(trend.last), noise=_fmt(2 * trend.noise)))
+            else:
+                self.active.pop("no_decrease", None)
         return found
 
     def _once(self, key: str, step: int, severity: str, message: str) -> list[Anomaly]:
@@ -150,3 +162,27 @@ class AnomalyDetector:
 
 def _fmt(value: float) -> str:
     return f"{value:.4g}"
+
+
+@dataclass(frozen=True)
+class LossTrend:
+    """A least-squares line through a window of losses: where it starts and ends, its change over the
+    window, and the standard error of that change (the noise a change must exceed to be one)."""
+
+    first: float
+    last: float
+    change: float
+    noise: float
+    level: float
+
+
+def loss_trend(values: list[float]) -> LossTrend:
+    n = len(values)
+    x_mean, y_mean = (n - 1) / 2, sum(values) / n
+    sxx = sum((i - x_mean) ** 2 for i in range(n))
+    slope = sum((i - x_mean) * (y - y_mean) for i, y in enumerate(values)) / sxx
+    residual = sum((y - (y_mean + slope * (i - x_mean))) ** 2 for i, y in enumerate(values))
+    spread = math.sqrt(residual / (n - 2)) if n > 2 else 0.0
+    span = n - 1
+    return LossTrend(first=y_mean - slope * x_mean, last=y_mean + slope * x_mean, change=slope * span,
+                     noise=spread / math.sqrt(sxx) * span, level=abs(y_mean))

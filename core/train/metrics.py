@@ -100,19 +100,34 @@ def parse_log_line(line: bytes | str) -> LogRecord | None:
 
 
 class MetricsTail:
-    """New LogRecords appended to a trainer_log.jsonl since the last poll (partial lines wait)."""
+    """New LogRecords appended to a trainer_log.jsonl since the last poll (partial lines wait).
 
-    def __init__(self, path: str | Path) -> None:
+    `start`: the byte offset where this run's lines begin (a resumed run appends to its predecessor's
+    file); the lines before it are skipped, unless the file was replaced since (then it all counts).
+    A poll reads everything there is, so one poll of a finished run sees its whole history."""
+
+    def __init__(self, path: str | Path, start: int = 0) -> None:
         self.path = Path(path)
+        self.start = start
         self._lines = LineTail(self.path)
-
-    @property
-    def reset(self) -> bool:
-        """The last poll found the file truncated or replaced and started over."""
-        return self._lines.reset
+        self.reset = False  # the last poll found the file truncated or replaced and started over
 
     def poll(self) -> list[LogRecord]:
-        return [r for r in map(parse_log_line, self._lines.read_lines()) if r is not None]
+        out: list[LogRecord] = []
+        self.reset = False
+        while True:
+            at = self._lines.offset
+            lines = self._lines.read_lines()
+            if self._lines.reset:
+                self.reset, self.start, at = True, 0, 0
+            if not lines:
+                return out
+            for line in lines:
+                if at >= self.start:
+                    record = parse_log_line(line)
+                    if record is not None:
+                        out.append(record)
+                at += len(line) + 1
 
 
 @dataclass
@@ -168,6 +183,52 @@ class SmoothedSeries(Series):
         del self.xs[cut:], self.ys[cut:], self._acc[cut:]
 
 
+class RateWindow:
+    """A rate (steps or tokens per second) from (seconds, count) observations, over a sliding window of
+    the observations' own clock (the trainer's elapsed time, tqdm's elapsed time), so a burst of
+    buffered output read at once counts at the times it was written.
+
+    The first increase of the count in a segment is never part of a rate: after a resume, HF's progress
+    bar jumps from 0 to the checkpoint's step in an instant, and a fresh run's first step carries its
+    warm-up. The rate is None (not measurable) until the window spans `min_span` seconds after that."""
+
+    def __init__(self, min_span: float = 10.0, max_span: float = 60.0) -> None:
+        self.min_span, self.max_span = min_span, max_span
+        self._points: list[tuple[float, float]] = []
+        self._start: tuple[float, float] | None = None  # the last observation before the first increase
+
+    def clear(self) -> None:
+        self._points.clear()
+        self._start = None
+
+    def add(self, seconds: float, count: float) -> None:
+        if not (math.isfinite(seconds) and math.isfinite(count)):
+            return
+        last = self._points[-1] if self._points else self._start
+        if last is not None and (seconds < last[0] or count < last[1]):
+            self.clear()  # the clock or the count went back: a new segment
+        if self._start is None:
+            self._start = (seconds, count)
+        elif not self._points:
+            if count > self._start[1]:
+                self._points.append((seconds, count))  # the first increase: the window starts after it
+            else:
+                self._start = (seconds, count)
+        else:
+            self._points.append((seconds, count))
+            while len(self._points) > 2 and self._points[-1][0] - self._points[1][0] >= self.max_span:
+                self._points.pop(0)
+
+    @property
+    def rate(self) -> float | None:
+        if len(self._points) < 2:
+            return None
+        (t0, n0), (t1, n1) = self._points[0], self._points[-1]
+        if t1 - t0 < self.min_span or n1 <= n0:
+            return None
+        return (n1 - n0) / (t1 - t0)
+
+
 @dataclass(frozen=True)
 class ProgressSnapshot:
     step: int = 0
@@ -177,7 +238,7 @@ class ProgressSnapshot:
     eval_loss: float | None = None
     lr: float | None = None
     epoch: float | None = None
-    steps_per_s: float | None = None
+    steps_per_s: float | None = None  # None: not measurable yet (see RateWindow)
     tokens_per_s: float | None = None
     elapsed_s: float | None = None  # all segments of a resumed run together
     eta_s: float | None = None
@@ -211,7 +272,9 @@ class RunMetrics:
         self.total: int | None = None
         self._segment_base = 0.0  # elapsed time of the segments before a resume
         self._elapsed = 0.0
-        self._rate_points: list[tuple[float, int]] = []  # (elapsed_s, step) of the current segment
+        self._log_rate = RateWindow()  # steps/s from trainer_log.jsonl's (elapsed_time, step)
+        self._bar_rate = RateWindow()  # steps/s from tqdm's (elapsed, n) on stderr: finer grained
+        self._token_rate = RateWindow()  # tokens/s from (elapsed_time, total_tokens)
         self._tqdm: TqdmProgress | None = None
 
     # ------------------------------------------------------------------ input
@@ -231,7 +294,8 @@ class RunMetrics:
             if not self.resumes or self.resumes[-1] != r.step:
                 self.resumes.append(r.step)
             self._segment_base = self._elapsed
-            self._rate_points.clear()
+            for window in (self._log_rate, self._bar_rate, self._token_rate):
+                window.clear()
             self.detector.forget_after_resume()
             self.max_step = r.step
         if r.total:
@@ -250,20 +314,18 @@ class RunMetrics:
             self.lr.add(r.step, r.lr)
         if r.elapsed_s is not None and r.loss is not None:
             found += self._rate(r)
+        if r.elapsed_s is not None and r.total_tokens is not None:
+            self._token_rate.add(r.elapsed_s, r.total_tokens)
         self.max_step = max(self.max_step, r.step)
         self.last = r
         return found
 
     def _rate(self, r: LogRecord) -> list[Anomaly]:
         """Steps per second over the last >= 10 s of log (elapsed_time has a 1 s resolution)."""
-        points = self._rate_points
-        points.append((r.elapsed_s, r.step))
-        while len(points) > 2 and points[-1][0] - points[1][0] >= 10:
-            points.pop(0)
-        (t0, s0), (t1, s1) = points[0], points[-1]
-        if t1 - t0 < 10 or s1 <= s0:
+        self._log_rate.add(r.elapsed_s, r.step)
+        rate = self._log_rate.rate
+        if rate is None:
             return []
-        rate = (s1 - s0) / (t1 - t0)
         self.steps_per_s.add(r.step, rate)
         return self.detector.feed_throughput(r.step, rate)
 
@@ -290,23 +352,27 @@ class RunMetrics:
         for bar in bars:
             if total is None or bar.total == total:
                 self._tqdm = bar
+                self._bar_rate.add(bar.elapsed_s, bar.n)
 
     # ------------------------------------------------------------------ output
     def snapshot(self) -> ProgressSnapshot:
         r, bar = self.last, self._tqdm
         step = max(self.last.step if r else 0, bar.n if bar and (self.total in (None, bar.total)) else 0)
-        rate = bar.rate if bar and bar.rate else (self.steps_per_s.last if self.steps_per_s else None)
-        eta = bar.remaining_s if bar and bar.remaining_s is not None and bar.n >= (r.step if r else 0) else None
-        if eta is None and r is not None:
-            eta = r.remaining_s if r.remaining_s is not None else None
-        if eta is None and rate and self.total:
-            eta = (self.total - step) / rate
+        # Rates and the ETA come from this segment's own observations only: tqdm's rate and remaining
+        # time, and LLaMA-Factory's remaining_time, count the steps a resume skipped as done in no time.
+        rate = self._bar_rate.rate or self._log_rate.rate
+        total = self.total or (bar.total if bar else None)
+        eta = None
+        if total is not None and step >= total:
+            eta = 0.0
+        elif rate and total:
+            eta = (total - step) / rate
         active = sorted(self.detector.active.values(), key=lambda a: (a.severity != "error", a.step))
         return ProgressSnapshot(
-            step=step, total=self.total or (bar.total if bar else None), loss=self.loss.last,
+            step=step, total=total, loss=self.loss.last,
             smoothed_loss=self.loss_smooth.last, eval_loss=self.eval_loss.last, lr=self.lr.last,
             epoch=r.epoch if r else None, steps_per_s=rate,
-            tokens_per_s=r.throughput if r and r.throughput is not None else None,
+            tokens_per_s=self._token_rate.rate,
             elapsed_s=self._elapsed if r is not None and r.elapsed_s is not None else (bar.elapsed_s if bar else None),
             eta_s=eta, resumed_at=tuple(self.resumes), anomalies=tuple(active),
         )
@@ -316,9 +382,9 @@ class MetricsPoller:
     """Polls a run's trainer_log.jsonl (and, when given, its stdout and stderr) into one RunMetrics."""
 
     def __init__(self, trainer_log: str | Path, stdout_log: str | Path | None = None,
-                 stderr_log: str | Path | None = None, *, smoothing: float = 0.9) -> None:
+                 stderr_log: str | Path | None = None, *, smoothing: float = 0.9, log_start: int = 0) -> None:
         self.metrics = RunMetrics(smoothing)
-        self.log = MetricsTail(trainer_log)
+        self.log = MetricsTail(trainer_log, log_start)
         self.stdout = StdoutTail(stdout_log) if stdout_log else None
         self.stderr = StderrTail(stderr_log) if stderr_log else None
         self.new_anomalies: list[Anomaly] = []

@@ -89,6 +89,11 @@ class RunRecord(BaseModel):
     resume_of: str | None = None  # the run this one resumes
     resume_checkpoint: str | None = None
     note: str = ""  # why it ended, in words
+    # This run's own lines of output_dir/trainer_log.jsonl: a resume appends to the same file, so a run
+    # starts reading at the size the file had when it started, and when it ends its lines are copied
+    # into its run folder (trainer_log.jsonl there): its record is frozen, whatever a resume adds later.
+    log_start: int = 0
+    log_frozen: bool = False
 
     @property
     def active(self) -> bool:
@@ -119,9 +124,34 @@ def record_lock(directory: Path) -> Iterator[None]:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
+def ending_note(record: RunRecord) -> str:
+    """Why a run ended, in words, in the reader's language (run.json keeps the words of whoever wrote
+    them; readers get these, made from the record's facts)."""
+    code = record.exit_code
+    if record.active:
+        return record.note
+    if code == 127 and record.note:
+        return record.note  # could not start: the system's reason, as the supervisor recorded it
+    if code is None:
+        return _("ended without a recorded exit code (the supervisor was killed, or the machine rebooted)")
+    if record.stop_requested is not None:
+        return _("stopped on request (exit code {code})", code=code)
+    if code == 0:
+        return ""
+    if code in (-9, 137):
+        return _("killed with SIGKILL (exit {code}): most often the kernel's OOM killer; see `dmesg`", code=code)
+    if code < 0:
+        name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
+        return _("killed by signal {sig}", sig=name)
+    return _("failed with exit code {code}; `devtune diagnose {id}` explains the logs", code=code, id=record.id)
+
+
 def read_record(directory: Path) -> RunRecord:
     try:
-        return RunRecord.model_validate_json(_record_path(directory).read_bytes())
+        record = RunRecord.model_validate_json(_record_path(directory).read_bytes())
+        if not record.active:
+            record.note = ending_note(record)
+        return record
     except FileNotFoundError as exc:
         raise RunError(_("no run in {path} (run.json is missing)", path=str(directory))) from exc
     except ValueError as exc:
@@ -167,8 +197,15 @@ def start_run(ws: Workspace, argv: list[str], *, env: dict[str, str], label: str
     run_id = new_run_id(label, ws.runs_dir)
     directory = run_dir(ws, run_id)
     directory.mkdir(parents=True)
+    log_start = 0
+    if output_dir:
+        try:
+            log_start = (ws.abs(output_dir) / TRAINER_LOG).stat().st_size
+        except OSError:
+            log_start = 0
     record = RunRecord(id=run_id, kind=kind, argv=list(argv), cwd=str(ws.root), env=dict(env), config=config,
-                       output_dir=output_dir, resume_of=resume_of, resume_checkpoint=resume_checkpoint)
+                       output_dir=output_dir, resume_of=resume_of, resume_checkpoint=resume_checkpoint,
+                       log_start=log_start)
     write_record(directory, record)
     for name in ("stdout.log", "stderr.log"):
         (directory / name).touch()
@@ -185,6 +222,35 @@ def start_run(ws: Workspace, argv: list[str], *, env: dict[str, str], label: str
     except psutil.NoSuchProcess:
         created = 0.0
     return update_record(directory, supervisor=ProcessRef(pid=proc.pid, create_time=created))
+
+
+# ---------------------------------------------------------------- a run's own trainer log
+
+TRAINER_LOG = "trainer_log.jsonl"
+
+
+def trainer_log_source(directory: Path, record: RunRecord) -> tuple[Path, int]:
+    """Where this run's trainer_log.jsonl lines are and the byte offset they start at: the frozen copy in
+    the run folder once the run has ended, else LLaMA-Factory's file in output_dir from `log_start`."""
+    frozen = directory / TRAINER_LOG
+    if record.log_frozen and frozen.exists():
+        return frozen, 0
+    out = Path(record.cwd) / record.output_dir if record.output_dir else directory
+    return out / TRAINER_LOG, record.log_start
+
+
+def freeze_trainer_log(directory: Path, record: RunRecord) -> bool:
+    """Copy the run's own lines of output_dir/trainer_log.jsonl into its folder (once, when it ends)."""
+    if record.log_frozen or not record.output_dir:
+        return record.log_frozen
+    source = Path(record.cwd) / record.output_dir / TRAINER_LOG
+    try:
+        data = source.read_bytes()
+    except OSError:
+        data = b""
+    start = record.log_start if record.log_start <= len(data) else 0  # a shorter file: replaced since
+    write_atomic(directory / TRAINER_LOG, data[start:])
+    return True
 
 
 # ---------------------------------------------------------------- reading and reconciling
@@ -209,6 +275,7 @@ def refresh(directory: Path) -> RunRecord:
             record.ended = record.ended or time.time()
             record.note = record.note or _("ended without a recorded exit code (the supervisor was killed, "
                                            "or the machine rebooted)")
+            record.log_frozen = freeze_trainer_log(directory, record)
             write_record(directory, record)
     return record
 
@@ -333,6 +400,38 @@ def last_checkpoint(output_dir: Path) -> Path | None:
     return best
 
 
+def checkpoint_steps(checkpoint: Path) -> tuple[int, int, float | None] | None:
+    """(global_step, max_steps, num_train_epochs) from a checkpoint's trainer_state.json."""
+    import json
+
+    try:
+        state = json.loads((checkpoint / "trainer_state.json").read_text(encoding="utf-8"))
+        return int(state["global_step"]), int(state["max_steps"]), state.get("num_train_epochs")
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def nothing_left_to_train(output_dir: Path, *, max_steps: int | None = None,
+                          epochs: float | None = None) -> str | None:
+    """Why a run resuming from output_dir's last checkpoint would train zero steps (None: it would train).
+    `max_steps` / `epochs`: what the config asks for now (None: what the checkpoint's run planned)."""
+    import math
+
+    checkpoint = last_checkpoint(output_dir)
+    steps = checkpoint_steps(checkpoint) if checkpoint is not None else None
+    if steps is None:
+        return None
+    done, planned, planned_epochs = steps
+    if max_steps is not None and max_steps > 0:
+        planned = max_steps
+    elif epochs and planned_epochs:
+        planned = math.ceil(planned * float(epochs) / float(planned_epochs))
+    if done < planned:
+        return None
+    return _("{checkpoint} has already trained {done} of the {planned} steps this config asks for: resuming "
+             "from it would train zero steps", checkpoint=checkpoint.name, done=done, planned=planned)
+
+
 def resume_run(ws: Workspace, run_id: str) -> RunRecord:
     """Start a new run that continues `run_id` from its last checkpoint (same config and output_dir)."""
     old = refresh(run_dir(ws, run_id))
@@ -344,6 +443,10 @@ def resume_run(ws: Workspace, run_id: str) -> RunRecord:
     if checkpoint is None:
         raise RunError(_("no checkpoint-* in {dir} to resume from; lower save_steps or start a new run",
                          dir=old.output_dir))
+    done = nothing_left_to_train(ws.abs(old.output_dir))
+    if done:
+        raise RunError(_("run {id} has nothing left to train: {reason}. Merge it (`devtune merge {id}`), or train "
+                         "for longer with a new run", id=old.id, reason=done))
     argv = [a for a in old.argv if not a.startswith(("resume_from_checkpoint=", "overwrite_output_dir="))]
     argv += [f"resume_from_checkpoint={ws.rel(checkpoint)}", "overwrite_output_dir=false"]
     base = old.id.split("-resume")[0]

@@ -17,28 +17,13 @@ import threading
 import time
 from pathlib import Path
 
-from core.train.runs import ProcessRef, RunStatus, read_record, update_record
+from core.train.runs import ProcessRef, RunStatus, ending_note, freeze_trainer_log, read_record, update_record
 
 
 def _status_for(exit_code: int, stop_requested: bool) -> RunStatus:
     if stop_requested:
         return RunStatus.STOPPED
     return RunStatus.FINISHED if exit_code == 0 else RunStatus.FAILED
-
-
-def _note_for(exit_code: int, stop_requested: bool) -> str:
-    from core.i18n import _
-
-    if stop_requested:
-        return _("stopped on request (exit code {code})", code=exit_code)
-    if exit_code == 0:
-        return ""
-    if exit_code in (-9, 137):
-        return _("killed with SIGKILL (exit {code}): most often the kernel's OOM killer; see `dmesg`", code=exit_code)
-    if exit_code < 0:
-        return _("killed by signal {sig}", sig=signal.Signals(-exit_code).name if -exit_code in
-                 signal.Signals._value2member_map_ else -exit_code)
-    return _("failed with exit code {code}; `devtune diagnose` explains the logs", code=exit_code)
 
 
 def _start_gpu_recorder(directory: Path, trainer_pid: int) -> threading.Thread | None:
@@ -84,9 +69,12 @@ def supervise(directory: Path) -> int:
                       pgid=proc.pid)
         _start_gpu_recorder(directory, proc.pid)
         code = proc.wait()
-    stopped = read_record(directory).stop_requested is not None
-    update_record(directory, status=_status_for(code, stopped), exit_code=code, ended=time.time(),
-                  note=_note_for(code, stopped))
+    record = read_record(directory)
+    stopped = record.stop_requested is not None
+    frozen = freeze_trainer_log(directory, record)  # before the status says it ended: readers find the copy
+    ended = record.model_copy(update={"status": _status_for(code, stopped), "exit_code": code})
+    update_record(directory, status=ended.status, exit_code=code, ended=time.time(), note=ending_note(ended),
+                  log_frozen=frozen)
     return 0
 
 

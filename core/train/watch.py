@@ -14,7 +14,7 @@ from pathlib import Path
 from core.files.tail import LineTail
 from core.i18n import _
 from core.train.metrics import MetricsPoller, ProgressSnapshot
-from core.train.runs import RunRecord, RunStatus, refresh, run_dir
+from core.train.runs import RunRecord, RunStatus, refresh, run_dir, trainer_log_source
 from core.workspace.layout import Workspace
 
 TQDM_LINE = re.compile(r"^\s*(?:[\w ./-]*:\s*)?\d+%\|")
@@ -38,9 +38,9 @@ class RunWatcher:
         self.ws = ws
         self.dir = run_dir(ws, run_id)
         self.record = refresh(self.dir)
-        out = ws.abs(self.record.output_dir) if self.record.output_dir else self.dir
-        self.trainer_log = Path(out) / "trainer_log.jsonl"
-        self.poller = MetricsPoller(self.trainer_log, self.dir / "stdout.log", self.dir / "stderr.log")
+        self.trainer_log, start = trainer_log_source(self.dir, self.record)
+        self.poller = MetricsPoller(self.trainer_log, self.dir / "stdout.log", self.dir / "stderr.log",
+                                    log_start=start)
         self._stdout = LineTail(self.dir / "stdout.log")
         self._stderr = LineTail(self.dir / "stderr.log")
         from core.train.gpu.history import GpuHistoryTail
@@ -48,6 +48,7 @@ class RunWatcher:
         self._gpu = GpuHistoryTail(self.dir / "gpu.jsonl")
         self._was_active = self.record.active
         self._diagnosed = False
+        self._reported: set[tuple[str, int]] = set()  # anomalies already returned as new
 
     @property
     def metrics(self):
@@ -55,10 +56,16 @@ class RunWatcher:
 
     def poll(self) -> RunUpdate:
         self.record = refresh(self.dir)
+        source, start = trainer_log_source(self.dir, self.record)
+        if source != self.trainer_log:  # the run ended and its lines were frozen: read only those from now on
+            self.trainer_log = source
+            self.poller = MetricsPoller(source, self.dir / "stdout.log", self.dir / "stderr.log", log_start=start)
         changed = self.poller.poll()
+        new = [a for a in self.poller.new_anomalies if (a.id, a.step) not in self._reported]
+        self._reported.update((a.id, a.step) for a in new)
         lines = self._new_lines(self._stdout) + self._new_lines(self._stderr)
         update = RunUpdate(record=self.record, snapshot=self.poller.metrics.snapshot(), metrics_changed=changed,
-                           anomalies=list(self.poller.new_anomalies), log_lines=lines,
+                           anomalies=new, log_lines=lines,
                            gpu_samples=self._gpu.poll(), gpu_status=self.gpu_status())
         ended = self._was_active and not self.record.active
         update.ended_now = ended
@@ -106,8 +113,8 @@ def format_duration(seconds: float | None) -> str:
     return f"{h}:{m:02d}:{s:02d}"
 
 
-def progress_line(snap: ProgressSnapshot) -> str:
-    """One human line: step, share, loss, lr, speed, elapsed and ETA."""
+def progress_line(snap: ProgressSnapshot, *, active: bool = True) -> str:
+    """One human line: step, share, loss, lr, speed, elapsed and ETA (a speed too early to measure says so)."""
     total = snap.total or "?"
     share = f" ({snap.fraction * 100:.1f}%)" if snap.fraction is not None else ""
     parts = [_("step {step}/{total}{share}", step=snap.step, total=total, share=share)]
@@ -115,42 +122,99 @@ def progress_line(snap: ProgressSnapshot) -> str:
         parts.append(_("loss {loss:.4f}", loss=snap.loss))
     if snap.lr is not None:
         parts.append(_("lr {lr:.2e}", lr=snap.lr))
-    if snap.steps_per_s:
+    if snap.steps_per_s is not None:
         parts.append(_("{rate:.2f} steps/s", rate=snap.steps_per_s))
-    if snap.tokens_per_s:
+    elif active:
+        parts.append(_("speed not measurable yet"))
+    if snap.tokens_per_s is not None:
         parts.append(_("{rate:.0f} tokens/s", rate=snap.tokens_per_s))
     parts.append(_("elapsed {elapsed}", elapsed=format_duration(snap.elapsed_s)))
-    parts.append(_("ETA {eta}", eta=format_duration(snap.eta_s)))
+    if active or snap.eta_s:
+        parts.append(_("ETA {eta}", eta=format_duration(snap.eta_s)))
     return "  ".join(parts)
+
+
+@dataclass(frozen=True)
+class MonitorReport:
+    """What `devtune monitor` reports about a run at one moment, computed once: the text lines and the
+    JSON object are both renderings of it, so they say the same things."""
+
+    run: str
+    status: RunStatus
+    snapshot: ProgressSnapshot
+    anomalies: tuple = ()  # the anomalies that hold now (core.train.anomalies.Anomaly), errors first
+    gpus: tuple = ()  # the latest GpuSample per GPU
+    gpu_status: str | None = None
+    exit_code: int | None = None
+    note: str = ""
+    resume_of: str | None = None
+    diagnoses: tuple = ()  # core.train.failures.Diagnosis, once the run failed
+
+    @property
+    def active(self) -> bool:
+        return self.status in (RunStatus.STARTING, RunStatus.RUNNING)
+
+    def progress_text(self) -> str:
+        from core.train.runs import status_label
+
+        return f"[{status_label(self.status)}] {progress_line(self.snapshot, active=self.active)}"
+
+    def anomaly_lines(self) -> list[str]:
+        return [f"! {a.message}" for a in self.anomalies]
+
+    def end_lines(self) -> list[str]:
+        from core.train.runs import status_label
+
+        lines = [f"{self.run}: {status_label(self.status)}" + (f" — {self.note}" if self.note else "")]
+        for d in self.diagnoses[:3]:
+            lines += ["", d.title, f"  {d.fix}"]
+            for ev in d.evidence[:2]:
+                where = f"{ev.file}:{ev.line}" if ev.line else ev.file
+                lines.append("  " + _("evidence ({where}): {text}", where=where, text=ev.text))
+        return lines
+
+    def to_json(self) -> dict:
+        s, gpus = self.snapshot, self.gpus
+        return {
+            "run": self.run,
+            "status": self.status.value,
+            "step": s.step,
+            "total": s.total,
+            "loss": s.loss,
+            "smoothed_loss": s.smoothed_loss,
+            "eval_loss": s.eval_loss,
+            "lr": s.lr,
+            "epoch": s.epoch,
+            "throughput": {"steps_per_s": s.steps_per_s, "tokens_per_s": s.tokens_per_s},
+            "elapsed_s": s.elapsed_s,
+            "eta_s": s.eta_s,
+            "anomalies": [{"id": a.id, "step": a.step, "severity": a.severity, "message": a.message}
+                          for a in self.anomalies],
+            "gpu": {
+                "count": len(gpus),
+                "util_pct": [g.util_pct for g in gpus],
+                "vram_used_bytes": [g.vram_used for g in gpus],
+                "vram_total_bytes": [g.vram_total for g in gpus],
+                "temp_c": [g.temp_c for g in gpus],
+                "power_w": [g.power_w for g in gpus],
+                "status": self.gpu_status,
+            },
+            "exit_code": self.exit_code,
+            "note": self.note,
+            "resume_of": self.resume_of,
+            "diagnoses": [{"id": d.id, "title": d.title, "fix": d.fix} for d in self.diagnoses],
+        }
+
+
+def monitor_report(update: RunUpdate, latest_gpus: list | None = None, diagnoses: list | None = None) -> MonitorReport:
+    record = update.record
+    return MonitorReport(
+        run=record.id, status=record.status, snapshot=update.snapshot, anomalies=tuple(update.snapshot.anomalies),
+        gpus=tuple(latest_gpus or ()), gpu_status=(update.gpu_status or {}).get("reason"),
+        exit_code=record.exit_code, note=record.note, resume_of=record.resume_of,
+        diagnoses=tuple(update.diagnoses if diagnoses is None else diagnoses))
 
 
 def update_json(update: RunUpdate, latest_gpus: list | None = None) -> dict:
     """The `devtune monitor --json` object for one update."""
-    s = update.snapshot
-    gpus = latest_gpus or []
-    return {
-        "run": update.record.id,
-        "status": update.record.status.value,
-        "step": s.step,
-        "total": s.total,
-        "loss": s.loss,
-        "smoothed_loss": s.smoothed_loss,
-        "eval_loss": s.eval_loss,
-        "lr": s.lr,
-        "epoch": s.epoch,
-        "throughput": {"steps_per_s": s.steps_per_s, "tokens_per_s": s.tokens_per_s},
-        "elapsed_s": s.elapsed_s,
-        "eta_s": s.eta_s,
-        "anomalies": [a.message for a in s.anomalies],
-        "gpu": {
-            "count": len(gpus),
-            "util_pct": [g.util_pct for g in gpus],
-            "vram_used_bytes": [g.vram_used for g in gpus],
-            "vram_total_bytes": [g.vram_total for g in gpus],
-            "temp_c": [g.temp_c for g in gpus],
-            "power_w": [g.power_w for g in gpus],
-            "status": (update.gpu_status or {}).get("reason"),
-        },
-        "exit_code": update.record.exit_code,
-        "note": update.record.note,
-    }
+    return monitor_report(update, latest_gpus).to_json()

@@ -56,7 +56,8 @@ def test_normal_run_series_eval_and_snapshot():
     snap = m.snapshot()
     assert (snap.step, snap.total, snap.fraction) == (20, 20, 1.0)
     assert snap.loss == m.loss.ys[-1] and abs(snap.eval_loss - 7.3947) < 1e-3
-    assert snap.steps_per_s and snap.steps_per_s > 1  # tqdm's it/s from stderr
+    # the whole run took under a second of tqdm's and the log's 1 s clocks: no rate can be measured
+    assert snap.steps_per_s is None and snap.tokens_per_s is None and snap.eta_s == 0.0
     assert snap.resumed_at == () and not [a for a in snap.anomalies if a.severity == "error"]
     assert not poller.poll()  # nothing new
 
@@ -100,13 +101,41 @@ def test_truncated_log_resets_the_metrics(tmp_path):
     assert poller.metrics.loss.xs == [1] and poller.metrics.total == 15
 
 
-def test_elapsed_adds_up_across_a_resume_and_eta_comes_from_the_log():
+def test_elapsed_adds_up_across_a_resume_and_the_eta_waits_for_a_measured_rate():
     m = RunMetrics()
     m.add_records([LogRecord(step=9, total=100, loss=2.0, elapsed_s=600.0, remaining_s=6000.0),
                    LogRecord(step=10, total=100, loss=1.9, elapsed_s=660.0, remaining_s=5940.0),
                    LogRecord(step=8, total=100, loss=2.1, elapsed_s=20.0, remaining_s=230.0)])
     snap = m.snapshot()
-    assert m.resumes == [8] and snap.elapsed_s == 680.0 and snap.eta_s == 230.0 and snap.step == 8
+    # LLaMA-Factory's remaining_time after a resume counts the skipped steps as done: not used
+    assert m.resumes == [8] and snap.elapsed_s == 680.0 and snap.eta_s is None and snap.step == 8
+    m.add_records([LogRecord(step=8 + k, total=100, loss=2.0, elapsed_s=20.0 + 6 * k) for k in range(1, 5)])
+    snap = m.snapshot()
+    assert snap.steps_per_s == 1 / 6 and snap.eta_s == (100 - 12) * 6
+
+
+def test_rates_after_a_resume_ignore_the_jump_to_the_checkpoint():
+    """HF's bar after a resume: 0 -> 801 in an instant, then 5 steps/s; tqdm's own rate (its EMA) says
+    thousands of steps/s for a while. The snapshot's rate is the real one, or none yet."""
+    from core.train.output import TqdmProgress
+
+    m = RunMetrics()
+    m.add_records([LogRecord(step=800, total=4800, loss=1.0, elapsed_s=900.0)])
+    m.add_records([LogRecord(step=805, total=4800, loss=1.0, elapsed_s=2.0)])  # the resumed run's first line
+    bars = [TqdmProgress(0, 4800, 0.0, None, None, False), TqdmProgress(801, 4800, 1.0, 0.0, 6326.24, False)]
+    m.add_progress(bars)
+    assert m.snapshot().steps_per_s is None and m.snapshot().eta_s is None  # not measurable yet
+    m.add_progress([TqdmProgress(801 + 5 * t, 4800, 1.0 + t, 1.0, 900.0, False) for t in range(1, 13)])
+    snap = m.snapshot()
+    assert snap.steps_per_s == 5.0 and snap.eta_s == (4800 - 861) / 5.0
+
+
+def test_tokens_per_s_from_the_tokens_seen_in_this_segment():
+    m = RunMetrics()
+    # a resumed run's total_tokens include the checkpoint's: LLaMA-Factory's throughput is then inflated
+    m.add_records([LogRecord(step=100 + k, total=400, loss=1.0, elapsed_s=2.0 + 5 * k, throughput=90000.0,
+                             total_tokens=1_000_000 + 2000 * k) for k in range(5)])
+    assert m.snapshot().tokens_per_s == 400.0
 
 
 def test_series_replaces_from_a_repeated_step_and_skips_non_finite():

@@ -1,4 +1,8 @@
-"""`devtune diagnose LOGFILE... [--json]`: why a training run failed, with the evidence and the fix."""
+"""`devtune diagnose [RUN | LOGFILE...] [--json]`: why a training run failed, with the evidence and the fix.
+
+With no argument: the newest failed training run. An argument that is not a file or folder is a run id
+(or a unique prefix), as `monitor`, `stop`, `resume` and `merge` take it; the run's exit code and
+whether it was stopped on request come from its record."""
 
 from __future__ import annotations
 
@@ -12,12 +16,14 @@ def register(sub, add_common) -> list[str]:
     p = sub.add_parser(
         "diagnose",
         help=_("explain why a training run failed, from its logs"),
-        description=_("Read training logs (files, or run folders holding stderr.log and stdout.log) and list the "
-                      "known failures found, most likely first, each with the log lines that show it and the fix. "
-                      "Exit codes: 0 nothing found, 1 something found, 2 a file cannot be read."),
+        description=_("Read training logs (a run id, files, or run folders holding stderr.log and stdout.log; "
+                      "default: the newest failed run) and list the known failures found, most likely first, "
+                      "each with the log lines that show it and the fix. "
+                      "Exit codes: 0 nothing found, 1 something found, 2 a file or run cannot be read."),
     )
     add_common(p)
-    p.add_argument("logs", nargs="+", metavar="LOGFILE", help=_("log files or run folders"))
+    p.add_argument("logs", nargs="*", metavar="RUN|LOGFILE",
+                   help=_("a run id or prefix, log files or run folders (default: the newest failed run)"))
     p.add_argument("--json", action="store_true",
                    help=_('print {"diagnoses": [{"id", "title", "evidence", "fix"}]}'))
     p.add_argument("--exit-code", type=int, metavar="N", help=_("the trainer's exit status (137 = SIGKILL, ...)"))
@@ -43,12 +49,55 @@ def _expand(args_logs: list[str]) -> list:
     return paths
 
 
+class _NothingToDiagnose(Exception):
+    pass
+
+
+def _run_to_diagnose(args):
+    """The run `devtune diagnose` means: the one named, or the newest failed one (None: logs were named)."""
+    from pathlib import Path
+
+    from core.train.runs import RunError, RunStatus, find_run, list_runs
+    from tui.commands.output import workspace
+
+    ws = workspace(args)
+    if not args.logs:
+        failed = [r for r in list_runs(ws) if r.kind == "train" and r.status is RunStatus.FAILED]
+        if not failed:
+            raise _NothingToDiagnose(_("no failed training run in {path}; `devtune runs` lists the runs, and "
+                                       "`devtune diagnose RUN` reads any of them", path=str(ws.root)))
+        return ws, failed[0]
+    if len(args.logs) == 1 and not Path(args.logs[0]).exists():
+        try:
+            return ws, find_run(ws, args.logs[0])
+        except RunError as exc:
+            raise RunError(_("{arg} is neither a file nor a run: {error}", arg=args.logs[0], error=str(exc))) from exc
+    return ws, None
+
+
 def run_diagnose(args) -> int:
-    from core.train.failures import diagnose_files
+    from core.train.failures import diagnose_files, diagnose_run
+    from core.train.runs import RunError, run_dir
 
     try:
-        paths = _expand(args.logs)
-        found = diagnose_files(paths, exit_code=args.exit_code, stop_requested=args.stopped)
+        ws, record = _run_to_diagnose(args)
+    except _NothingToDiagnose as exc:
+        print(str(exc))
+        return 0
+    except RunError as exc:
+        err(str(exc))
+        return 2
+    try:
+        if record is not None:
+            directory = run_dir(ws, record.id)
+            paths = [p for p in (directory / "stderr.log", directory / "stdout.log") if p.exists()]
+            print(_("run {id} ({status})", id=record.id, status=_status(record)), file=sys.stderr)
+            found = diagnose_run(directory, ws.abs(record.output_dir) if record.output_dir else None,
+                                 exit_code=record.exit_code if args.exit_code is None else args.exit_code,
+                                 stop_requested=args.stopped or record.stop_requested is not None)
+        else:
+            paths = _expand(args.logs)
+            found = diagnose_files(paths, exit_code=args.exit_code, stop_requested=args.stopped)
     except OSError as exc:
         err(_("cannot read {file}: {error}", file=getattr(exc, "filename", None) or "", error=exc.strerror or exc)
             if getattr(exc, "filename", None) else str(exc))
@@ -71,3 +120,9 @@ def run_diagnose(args) -> int:
             out.write(f"     $ {command}\n")
         out.write("\n")
     return 1
+
+
+def _status(record) -> str:
+    from core.train.runs import status_label
+
+    return status_label(record.status) + (f": {record.note}" if record.note else "")

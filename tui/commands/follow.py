@@ -1,4 +1,8 @@
-"""Following a run on the command line: a progress line (or JSON lines) until it ends or Ctrl-C."""
+"""Following a run on the command line: a progress line (or JSON lines) until it ends or Ctrl-C.
+
+Each update becomes one `MonitorReport` (core.train.watch); the text lines and the JSON objects are
+renderings of it. The anomalies shown are those that hold now, the same list in both forms; while
+following, the text prints each one once, when it first holds."""
 
 from __future__ import annotations
 
@@ -12,34 +16,43 @@ from tui.commands.output import emit_json_line
 def follow_run(ws, run_id: str, *, as_json: bool, until_end: bool, exit_with_outcome: bool,
                interval: float = 1.0) -> int:
     from core.train.gpu.history import group_ticks
-    from core.train.runs import status_label
-    from core.train.watch import RunWatcher, progress_line, update_json
+    from core.train.watch import RunWatcher, monitor_report
 
     watcher = RunWatcher(ws, run_id)
     tty = sys.stderr.isatty() and not as_json
     latest_gpus: list = []
+    diagnoses: list = []
+    shown: set[tuple[str, int]] = set()
     last_line = ""
     try:
         while True:
             update = watcher.poll()
             if update.gpu_samples:
                 latest_gpus = group_ticks(update.gpu_samples)[-1]
+            diagnoses = update.diagnoses or diagnoses
+            report = monitor_report(update, latest_gpus, diagnoses)
             if as_json:
-                emit_json_line(update_json(update, latest_gpus))
+                emit_json_line(report.to_json())
             else:
-                line = f"[{status_label(update.record.status)}] {progress_line(update.snapshot)}"
+                line = report.progress_text()
                 if tty:
                     sys.stderr.write("\r" + line[:200].ljust(len(last_line)))
                     sys.stderr.flush()
                 elif line != last_line:
                     print(line, flush=True)
                 last_line = line
-                for anomaly in update.anomalies:
-                    print(("\n" if tty else "") + f"! {anomaly.message}", file=sys.stderr)
+                for anomaly, text in zip(report.anomalies, report.anomaly_lines()):
+                    if (anomaly.id, anomaly.step) not in shown:
+                        shown.add((anomaly.id, anomaly.step))
+                        print(("\n" if tty else "") + text, file=sys.stderr)
             if not update.record.active:
                 if tty:
                     sys.stderr.write("\n")
-                return _report_end(update, as_json, exit_with_outcome)
+                if not as_json:
+                    print("\n".join(report.end_lines()))
+                if not exit_with_outcome:
+                    return 0
+                return 0 if report.status.value == "finished" else 1
             if not until_end:
                 if tty:
                     sys.stderr.write("\n")
@@ -49,19 +62,3 @@ def follow_run(ws, run_id: str, *, as_json: bool, until_end: bool, exit_with_out
         print("\n" + _("left run {id} running. Re-attach: devtune monitor {id} --follow   stop it: devtune stop {id}",
                        id=run_id), file=sys.stderr)
         return 130
-
-
-def _report_end(update, as_json: bool, exit_with_outcome: bool) -> int:
-    record = update.record
-    if not as_json:
-        from core.train.runs import status_label
-
-        print(f"{record.id}: {status_label(record.status)}" + (f" — {record.note}" if record.note else ""))
-        for d in update.diagnoses[:3]:
-            print(f"\n{d.title}\n  {d.fix}")
-            for ev in d.evidence[:2]:
-                where = f"{ev.file}:{ev.line}" if ev.line else ev.file
-                print("  " + _("evidence ({where}): {text}", where=where, text=ev.text))
-    if not exit_with_outcome:
-        return 0
-    return 0 if record.status.value == "finished" else 1

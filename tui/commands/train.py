@@ -64,22 +64,33 @@ def _record_json(ws, record) -> dict:
 
 
 def run_runs(args) -> int:
-    from core.train.runs import list_runs
+    """One list of facts per run (`_record_json`); the table and the JSON are two renderings of it."""
+    from core.train.runs import list_runs, status_label
 
     ws = workspace(args)
-    runs = [r for r in list_runs(ws) if r.kind == "train"]
+    rows = [_record_json(ws, r) for r in list_runs(ws) if r.kind == "train"]
     if args.json:
-        emit_json({"runs": [_record_json(ws, r) for r in runs]})
+        emit_json({"runs": rows})
         return 0
-    if not runs:
+    if not rows:
         print(_("no runs yet; start one with `devtune train`"))
         return 0
     import time
 
-    for r in runs:
-        started = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started))
-        print(f"{r.id:<40} {r.status.value:<9} {started}  {r.output_dir or ''}  {r.note}")
+    for row in rows:
+        started = time.strftime("%Y-%m-%d %H:%M", time.localtime(row["started"]))
+        resumed = "  " + _("(resumes {id})", id=row["resume_of"]) if row["resume_of"] else ""
+        print(f"{row['id']:<40} {_pad(status_label(row['status']), 9)} {started}  {row['output_dir'] or ''}  "
+              f"{row['note']}{resumed}".rstrip())
     return 0
+
+
+def _pad(text: str, width: int) -> str:
+    """Left-justify to `width` terminal columns (a CJK character takes two)."""
+    import unicodedata
+
+    used = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+    return text + " " * max(0, width - used)
 
 
 def run_stop(args) -> int:
