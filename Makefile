@@ -1,6 +1,7 @@
 # devtune: two commands do all set-up on a fresh machine.
 #   make demo   the wizard on a demo workspace (sample data + tiny CPU model)
-#   make test   the whole test suite
+#   make test   the whole test suite (what CI runs)
+#   make check  the fast tier while working: everything but the e2e tests (real LLaMA-Factory, vLLM)
 # Both are quick to re-run: core/setup/install.py skips what is already in place.
 
 PY        ?= python3
@@ -11,11 +12,12 @@ DEMO_DIR  ?= demo
 PYTEST_ARGS ?=
 TEST_JOBS ?= 2
 
-.PHONY: demo test envs setup serve-env bench clean help
+.PHONY: demo test check envs setup serve-env bench clean help
 
 help:
 	@echo "make demo    set up, seed ./$(DEMO_DIR) and open the wizard on it"
 	@echo "make test    set up and run every test (core, tui, snapshots, e2e)"
+	@echo "make check   the fast tier: every test but the e2e ones"
 	@echo "make bench   run the benchmarks in bench/"
 	@echo "make clean   remove the virtual environments and the demo workspace"
 
@@ -38,6 +40,10 @@ demo: envs
 
 test: envs
 	$(PYTEST) -n $(TEST_JOBS) --dist loadscope $(PYTEST_ARGS)
+
+# no e2e and no serving-environment tests: core, tui and snapshots
+check: envs
+	$(PYTEST) -n $(TEST_JOBS) --dist loadscope -m "not e2e and not serve" $(PYTEST_ARGS)
 
 # Each benchmark prints its figures as ratios to a baseline measured in the same run.
 bench: envs

@@ -51,10 +51,10 @@ STEP_KEYS: dict[str, tuple[str, str]] = {
 def key_map_rows() -> list[tuple[str, str]]:
     """(key, meaning) of each kind of step key, for the help screen."""
     meaning = {
-        "run": _("the step's main action (lint, run the checks, save the config, start, merge, serve)"),
-        "check": _("check the result (re-check, ask LLaMA-Factory, diagnose, check the export, verify)"),
+        "run": _("main action (lint, checks, save, train, merge, serve)"),
+        "check": _("check (re-check, LLaMA-Factory, diagnose, export, verify)"),
         "stop": _("stop what the step started (a run, a server)"),
-        "refresh": _("read the step's files again (the file list, the runs, the servers, the config)"),
+        "refresh": _("read the files again (files, config, runs, servers)"),
         "save": _("save (the config, the doctor's report)"),
     }
     return [(display, meaning[kind]) for kind, (_key, display) in STEP_KEYS.items()]

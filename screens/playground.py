@@ -70,7 +70,7 @@ class PlaygroundScreen(StepScreen):
                 with Horizontal(id="pg-server-row"):
                     yield Select([(_("backend: vLLM"), "vllm"), (_("backend: llamafactory api"), "llamafactory")],
                                  prompt=_("backend: auto"), id="pg-backend")
-                    yield titled(Input("1", id="pg-tp", type="integer"), _("GPUs (tp)"))
+                    yield titled(Input("1", id="pg-tp", type="integer"), _("GPUs"))
                     yield titled(Input(placeholder=_("any free"), id="pg-port", type="integer"), _("port"))
                 yield Checkbox(_("trust remote code"), id="pg-trust")
                 with Horizontal(id="pg-buttons"):
@@ -94,6 +94,8 @@ class PlaygroundScreen(StepScreen):
 
     def on_mount(self) -> None:
         self.query_one("#pg-server-log", Log).border_title = _("server log")
+        # not a text field: arriving here, 1-6 and [ ] still move between steps
+        self.query_one("#pg-start", Button).focus()
         self.load_servers(self.state.active_server)
 
     # ------------------------------------------------------------ servers

@@ -229,7 +229,8 @@ class DevtuneApp(App[int]):
 
         from screens.base import key_map_rows
 
-        here = [a.binding for a in self.screen.active_bindings.values() if a.node is not self]
+        # the step's own keys (a focused widget's editing and scrolling keys are the usual ones)
+        here = [a.binding for a in self.screen.active_bindings.values() if a.node is self.screen and a.binding.id]
         self.push_screen(HelpScreen([
             (_("This step"), binding_rows(here)),
             (_("The same key on every step"), key_map_rows()),

@@ -10,6 +10,7 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("deepspeed") is None or
                                 importlib.util.find_spec("transformers") is None,
                                 reason="needs the training stack (.venv)")
 
+
 def test_the_demo_command_prints_only_its_own_lines(devtune_cli, tmp_path):
     done = devtune_cli("demo", str(tmp_path / "demo"))
     assert done.returncode == 0, done.stderr[-2000:]

@@ -80,7 +80,7 @@ async def test_the_whole_journey(demo):
         await pilot.press("right_square_bracket")
         await wait_until(pilot, lambda: app.current_mode == "train")
         train = app.screen
-        await pilot.press("s")
+        await pilot.press("f5")  # every step's main action
         await wait_until(pilot, lambda: train.record is not None and train.record.status.value == "running",
                          timeout=120)
         await wait_until(pilot, lambda: train.record.status.value == "finished", timeout=600)
@@ -114,7 +114,7 @@ async def test_the_whole_journey(demo):
         await wait_until(pilot, lambda: len(chat.answers) == 1, timeout=180)
         assert "忘记密码" in chat.answers[0]
 
-        await pilot.press("f7")
+        await pilot.press("f6")  # the check: verify
         await wait_until(pilot, lambda: "score" in text(play.query_one("#pg-verdict")), timeout=600)
         verdict = text(play.query_one("#pg-verdict"))
         assert "— yes" in verdict, verdict

@@ -20,7 +20,7 @@ class ChatParamsForm(Vertical):
     ChatParamsForm Horizontal { height: auto; }
     ChatParamsForm #pg-system { width: 2fr; }
     ChatParamsForm #pg-stop-seq { width: 1fr; }
-    ChatParamsForm #pg-params Input { width: 1fr; max-width: 14; }
+    ChatParamsForm #pg-params Input { width: 1fr; max-width: 18; }
     """
 
     def compose(self) -> ComposeResult:
