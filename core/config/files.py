@@ -157,6 +157,19 @@ def _read_sidecar(ws: Workspace, config_path: str) -> dict | None:
         return None
 
 
+def _sidecar_of_content(ws: Workspace, sha: str) -> dict | None:
+    """The record of a YAML devtune wrote with exactly this content, under any name."""
+    folder = ws.state_dir / "configs"
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            side = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(side, dict) and side.get("yaml_sha256") == sha and "spec" in side:
+            return side
+    return None
+
+
 def current_config_path(ws: Workspace) -> str:
     try:
         return ws.load_state().config_file or DEFAULT_CONFIG
@@ -176,6 +189,9 @@ def load_config(ws: Workspace, path: str | None = None) -> LoadedConfig:
     side = _read_sidecar(ws, rel)
     if side and side.get("yaml_sha256") == _sha(raw):
         return LoadedConfig(TrainSpec.model_validate(side["spec"]), rel)
+    twin = _sidecar_of_content(ws, _sha(raw)) if side is None else None
+    if twin is not None:  # a copy of a YAML devtune wrote: the same settings, so the same verdicts
+        return LoadedConfig(TrainSpec.model_validate(twin["spec"]), rel)
     launch = Launch.model_validate(side["spec"]["launch"]) if side and "spec" in side else None
     imported = import_lf_yaml(yaml_file, root=ws.root, launch=launch)
     if side and "spec" in side:
@@ -254,6 +270,14 @@ def found_gpus(ws: Workspace) -> list[tuple[str, int]]:
         return []
 
 
+def doctor_looked_for_gpus(ws: Workspace) -> bool:
+    """Whether the doctor has run here and recorded what GPUs it found (possibly none)."""
+    try:
+        return isinstance(json.loads((ws.state_dir / GPUS_FILE).read_text(encoding="utf-8")), dict)
+    except (OSError, ValueError):
+        return False
+
+
 def registered_datasets(ws: Workspace, dataset_dir: str = "data") -> list[str]:
     """The dataset names in <dataset_dir>/dataset_info.json ([] when absent or unreadable)."""
     try:
@@ -288,7 +312,8 @@ def rule_context(ws: Workspace, spec: TrainSpec, *, found: list[tuple[str, int]]
     from core.data.summary import load_summary
 
     found = found_gpus(ws) if found is None else found
-    ctx = RuleContext(ws.root, catalog or BUILTIN, fit_targets(spec, found), len(found))
+    ctx = RuleContext(ws.root, catalog or BUILTIN, fit_targets(spec, found), len(found),
+                      doctor_ran=bool(found) or doctor_looked_for_gpus(ws))
     info_file = ws.root / str(value(spec, "dataset_dir")) / "dataset_info.json"
     try:
         ctx.dataset_info = json.loads(info_file.read_text(encoding="utf-8"))

@@ -33,6 +33,7 @@ class RuleContext:
     catalog: TemplateCatalog = BUILTIN
     targets: list[GpuTarget] = field(default_factory=list)  # what the run is sized for
     found_gpus: int = 0  # GPUs the doctor found on this machine
+    doctor_ran: bool = False  # the doctor has looked for GPUs here (found_gpus 0 then means: none)
     dataset_info: dict[str, Any] | None = None  # data/dataset_info.json, None when absent
     dataset_info_error: str | None = None
     summaries: dict[str, DatasetSummary | None] = field(default_factory=dict)  # per dataset name

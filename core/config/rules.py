@@ -222,10 +222,30 @@ def rule_fit(spec: TrainSpec, ctx: RuleContext) -> list[ConfigFinding]:
                                                    need=gib(fit.per_device_bytes)), "launch")]
     fix = "; ".join(a.text for a in ctx.advice) or None
     severity = {"fits": "info", "tight": "warning", "does_not_fit": "error"}[fit.verdict]
-    return [ConfigFinding(severity, f"fit.{fit.verdict}", _("memory: {need} of {have} per device on {device} ({verdict})",
-                                                       need=gib(fit.per_device_bytes), have=gib(fit.capacity_bytes),
-                                                       device=fit.device, verdict=verdict_label(fit.verdict)),
-                    None, fix)]
+    out = [ConfigFinding(severity, f"fit.{fit.verdict}", _("memory: {need} of {have} per device on {device} ({verdict})",
+                                                      need=gib(fit.per_device_bytes), have=gib(fit.capacity_bytes),
+                                                      device=_judged_on(spec, ctx, fit.device),
+                                                      verdict=verdict_label(fit.verdict)),
+                         None, fix)]
+    if spec.launch.device == "gpu" and ctx.doctor_ran and not ctx.found_gpus:
+        out.append(ConfigFinding("warning", "fit.no_gpu_here", _("the doctor found no GPU on this machine: this config "
+                                                                 "trains on GPUs and will not start here"), "launch",
+                                 _("run it where the GPUs are, or use the cpu-demo preset here")))
+    return out
+
+
+def _judged_on(spec: TrainSpec, ctx: RuleContext, device: str) -> str:
+    """The device the fit was judged against, and where that choice came from."""
+    target = ctx.targets[0] if ctx.targets else None
+    if target is None or target.source == "host":
+        return device
+    if target.source == "doctor":
+        return _("{device}, found by the doctor", device=device)
+    if ctx.doctor_ran:
+        return _("{device}, the config's gpu_model {id}; the doctor found no GPU here", device=device,
+                 id=spec.launch.gpu_model)
+    return _("{device}, the config's gpu_model {id}; the doctor has not looked for GPUs here (devtune doctor)",
+             device=device, id=spec.launch.gpu_model)
 
 
 def rule_kept(spec: TrainSpec, ctx: RuleContext) -> list[ConfigFinding]:

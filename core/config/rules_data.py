@@ -46,7 +46,9 @@ def rule_data(spec: TrainSpec, ctx: RuleContext) -> list[ConfigFinding]:
             continue
         if summary.is_stale(ctx.root):
             out.append(ConfigFinding("warning", "data.stale", _("dataset {name} changed since the Data step checked it",
-                                                          name=name), "dataset", _("check it again in the Data step")))
+                                                          name=name), "dataset",
+                               _("check it again in the Data step, or: `devtune data register {file} --name {name}`",
+                                 file=summary.file, name=name)))
         if summary.lint_errors:
             out.append(ConfigFinding("error", "data.lint", _("dataset {name} has {n} lint errors", name=name,
                                                        n=summary.lint_errors), "dataset",

@@ -339,11 +339,31 @@ def check_export(ws: Workspace, export_dir: str | Path, *, template: str | None,
     return report
 
 
+def model_folder_problem(ws: Workspace, export_dir: str | Path) -> str | None:
+    """Why `export_dir` cannot be checked as a merged model at all (None: it is a model folder). The folder
+    is looked at before any run: a missing folder is not the newest run's fault."""
+    path = ws.abs(export_dir)
+    shown = ws.rel(path)
+    if not path.exists():
+        return _("{dir} does not exist; `devtune merge` writes a merged model into exports/<name>", dir=shown)
+    if not path.is_dir():
+        return _("{dir} is a file, not a model folder", dir=shown)
+    if not (path / "config.json").is_file():
+        return _("{dir} is not a model folder: it has no config.json (a merged model has config.json, its "
+                 "weights and a tokenizer)", dir=shown)
+    return None
+
+
 def check_for_run(ws: Workspace, export_dir: str | Path, run_id: str | None = None, *, numeric: bool = True,
                   progress: Callable[[str], None] | None = None) -> ExportReport:
-    """Check an export against the run it came from (the newest training run when none is given)."""
-    from core.merge.export import plan_export
+    """Check an export against the run it came from (the newest training run when none is given).
+    Raises ExportError when the folder is no model folder (unreadable input, whatever the run)."""
+    from core.merge.export import ExportError, plan_export
     from core.train.runs import list_runs
+
+    problem = model_folder_problem(ws, export_dir)
+    if problem:
+        raise ExportError(problem)
 
     if run_id is None:
         previous = load_report(ws, export_dir)

@@ -50,7 +50,7 @@ def register(sub, add_common) -> list[str]:
 def _print_report(report) -> None:
     marks = {"ok": _("ok"), "warning": _("warning"), "error": _("FAIL")}
     for f in report.findings:
-        print(f"  {marks.get(f.level, f.level):<7} {f.what}: {f.detail}")
+        print(f"  {marks.get(f.level, f.level):<7} {f.what}" + (f": {f.detail}" if f.detail else ""))
         if f.fix:
             print("        " + _("fix: {fix}", fix=f.fix))
     from core.merge.export_check import verdict_label
