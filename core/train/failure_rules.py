@@ -29,6 +29,7 @@ class Rule:
     weight: int = 50
     exit_codes: tuple[int, ...] = ()
     suppresses: tuple[str, ...] = ()
+    symptom: bool = False  # what the other ranks see when one fails (a timeout, an abort): never the cause first
 
 
 def rules() -> list[Rule]:
@@ -144,7 +145,8 @@ def rules() -> list[Rule]:
                "others waited until the NCCL/RCCL timeout."),
              _("Look for the first rank's error above; raise ddp_timeout for slow saves; on AMD check iommu=pt "
                "(see below) and run with NCCL_DEBUG=INFO."),
-             ("NCCL_DEBUG=INFO FORCE_TORCHRUN=1 llamafactory-cli train configs/train.yaml",), weight=80),
+             ("NCCL_DEBUG=INFO FORCE_TORCHRUN=1 llamafactory-cli train configs/train.yaml",), weight=80,
+             symptom=True),
         Rule("nccl-error",
              (r"NCCL error", r"nccl(?:UnhandledCudaError|SystemError|InternalError|InvalidUsage)",
               r"NCCL WARN .*(?:[Ff]ailed|[Ee]rror)"),
@@ -153,7 +155,7 @@ def rules() -> list[Rule]:
              _("Rerun with NCCL_DEBUG=INFO; try NCCL_P2P_DISABLE=1 to test peer-to-peer; pick the interface with "
                "NCCL_SOCKET_IFNAME."),
              ("NCCL_DEBUG=INFO NCCL_P2P_DISABLE=1 FORCE_TORCHRUN=1 llamafactory-cli train configs/train.yaml",),
-             weight=70),
+             weight=70, symptom=True),
         Rule("rccl-iommu",
              (r'Missing "iommu=pt"', r'Missing "amd_iommu=on"', r'Missing "HSA_FORCE_FINE_GRAIN_PCIE=1"'),
              _("RCCL warns: iommu=pt is missing from the kernel command line"),
@@ -183,12 +185,115 @@ def rules() -> list[Rule]:
                "or a CPU build of torch."),
              _("Run devtune doctor: it checks group membership, HIP/ROCR/CUDA_VISIBLE_DEVICES and the torch build."),
              ("devtune doctor", "sudo usermod -aG render,video $USER"), weight=90),
+        # ---- checkpoints and resume
+        Rule("checkpoint-invalid", (r"Can't find a valid checkpoint at \S+",),
+             _("The checkpoint it resumed from cannot be loaded"),
+             _("LLaMA-Factory resumes by itself from the last checkpoint in output_dir when overwrite_output_dir is "
+               "false. That checkpoint belongs to an earlier run (another method, DeepSpeed stage or number of "
+               "GPUs, or a half-written save), so this run cannot load it."),
+             _("Give this run its own output_dir, or resume on purpose with the settings the checkpoint was saved "
+               "with (method, DeepSpeed stage, number of GPUs); set overwrite_output_dir: true only to throw the "
+               "old run away."),
+             ("ls -la saves/*/checkpoint-*", "devtune runs"), weight=97),
+        Rule("output-dir-not-empty", (r"Output directory already exists and is not empty",),
+             _("output_dir holds files but no checkpoint"),
+             _("LLaMA-Factory refuses to write into a folder that is not empty and has no checkpoint to resume."),
+             _("Point output_dir at a new folder; set overwrite_output_dir: true only if that folder may be "
+               "overwritten."), ("ls -la saves/",), weight=97),
+        # ---- launch and rendezvous
+        Rule("master-port-in-use",
+             (r"EADDRINUSE", r"[Aa]ddress already in use", r"failed to listen on any local network address"),
+             _("The rendezvous port is already in use"),
+             _("torchrun's MASTER_PORT is taken, by another training run on this host or a process that did not end."),
+             _("Pick a free port (MASTER_PORT=29501 ...) or end the process holding it."),
+             ("ss -ltnp | grep \"${MASTER_PORT:-29500}\"", "MASTER_PORT=29501 FORCE_TORCHRUN=1 llamafactory-cli train "
+              "configs/train.yaml"), weight=95),
+        Rule("rendezvous-timeout",
+             (r"client socket has timed out after \S+ while trying to connect to",
+              r"Timed out after \d+ seconds waiting for clients\. \d+/\d+ clients joined",
+              r"RendezvousTimeoutError", r"torch\.distributed\.DistNetworkError: .*(?:Connection refused|timed out)"),
+             _("The nodes did not meet at the rendezvous"),
+             _("Not every node reached MASTER_ADDR:MASTER_PORT in time: a node did not start, MASTER_ADDR is not "
+               "reachable from it, a firewall blocks the port, or NNODES / NODE_RANK differ between nodes."),
+             _("Start every node with the same NNODES, MASTER_ADDR and MASTER_PORT and its own NODE_RANK; check "
+               "that each node reaches MASTER_ADDR on that port."),
+             ("nc -zv \"$MASTER_ADDR\" \"${MASTER_PORT:-29500}\"",), weight=90),
+        # ---- model access
+        Rule("hub-gated-model", (r"Cannot access gated repo", r"GatedRepoError", r"401 Client Error.*huggingface"),
+             _("The model is gated on the Hugging Face hub"),
+             _("The model's licence must be accepted on its hub page, and the trainer needs a token of that account."),
+             _("Accept the licence on the model's page, then log in (or set HF_TOKEN) on every node."),
+             ("huggingface-cli login", "export HF_TOKEN=..."), weight=96),
+        Rule("hub-offline-not-cached",
+             (r"outgoing traffic has been disabled", r"LocalEntryNotFoundError",
+              r"couldn't connect to 'https://huggingface\.co'", r"is not a local folder and is not a valid model "
+              r"identifier"),
+             _("The model is neither a local folder nor in the offline cache"),
+             _("model_name_or_path names a hub model that was never downloaded into this cache, while the hub is "
+               "off (HF_HUB_OFFLINE=1) or unreachable; or the local path does not exist."),
+             _("Download it once where the network is reachable (huggingface-cli download NAME) into the same HF_HOME, "
+               "or set model_name_or_path to a local folder."),
+             ("huggingface-cli download <model>", "echo \"$HF_HOME\" \"$HF_HUB_OFFLINE\""), weight=95),
+        Rule("trust-remote-code", (r"set the option `trust_remote_code=True`", r"trust_remote_code=True"),
+             _("The model needs its own code (trust_remote_code)"),
+             _("This model's config.json points at Python code in its folder (auto_map); transformers runs it only "
+               "when told to."),
+             _("Read the code in the model folder, then set trust_remote_code: true in the train YAML."),
+             weight=94),
+        Rule("dependency-version",
+             (r"is required for a normal functioning of this module, but found",),
+             _("A library version LLaMA-Factory does not support"),
+             _("LLaMA-Factory checks the versions of transformers, datasets, accelerate, peft and trl at start."),
+             _("Install the version range it names (make setup does), or set DISABLE_VERSION_CHECK=1 at your own "
+               "risk."), ("devtune doctor",), weight=93),
+        # ---- kernels and attention backends
+        Rule("flash-attn-missing",
+             (r"the package flash_attn seems to be not installed", r"FlashAttention2 has been toggled on, but it "
+              r"cannot be used", r"the package for FlashAttention\d? doesn't seem to be installed"),
+             _("flash-attn was asked for but is not installed"),
+             _("flash_attn: fa2 in the YAML needs the flash-attn package built for this GPU."),
+             _("Use flash_attn: sdpa (PyTorch's own attention, fast on MI300X and recent NVIDIA), or install "
+               "flash-attn for this GPU (ROCm: the ROCm/flash-attention build)."), weight=92),
+        Rule("flash-attn-abi", (r"flash_attn_2_cuda.*undefined symbol", r"flash_attn.*\.so: undefined symbol"),
+             _("flash-attn was built against another PyTorch"),
+             _("Its compiled extension does not match the installed torch (an upgrade of torch after flash-attn)."),
+             _("Reinstall flash-attn against this torch, or use flash_attn: sdpa."),
+             ("pip install --no-build-isolation --force-reinstall flash-attn",), weight=95),
+        Rule("hip-invalid-device-function", (r"hipErrorInvalidDeviceFunction", r"HIP error: invalid device function"),
+             _("A GPU kernel is missing for this GPU (invalid device function)"),
+             _("A library (torch, an extension) has no kernel for this GPU's gfx architecture, often after "
+               "HSA_OVERRIDE_GFX_VERSION or a wheel built for other GPUs."),
+             _("Install builds made for this GPU's architecture; on Instinct GPUs unset HSA_OVERRIDE_GFX_VERSION."),
+             ("rocminfo | grep -o -m1 'gfx[0-9a-f]*'", "unset HSA_OVERRIDE_GFX_VERSION"), weight=93),
+        Rule("deepspeed-no-toolkit", (r"CUDA_HOME does not exist, unable to compile CUDA op", r"MissingCUDAException",
+                                      r"ROCM_HOME does not exist"),
+             _("DeepSpeed cannot build its kernels: no CUDA/ROCm toolkit found"),
+             _("DeepSpeed compiles some ops (fused Adam, ...) at first use and needs the toolkit's compiler."),
+             _("Install the toolkit (ROCm: hipcc from /opt/rocm), or export CUDA_HOME / ROCM_HOME to it."),
+             ("ls /opt/rocm/bin/hipcc", "export ROCM_HOME=/opt/rocm"), weight=90),
+        # ---- serving (vLLM)
+        Rule("vllm-kv-cache-too-small",
+             (r"larger than the maximum number of tokens that can be stored in KV cache",
+              r"which is larger than the available KV cache memory", r"No available memory for the cache blocks"),
+             _("vLLM has no room for the context length"),
+             _("After loading the weights, the GPU memory vLLM may use holds fewer tokens of KV cache than "
+               "max_model_len."),
+             _("Lower --max-model-len, raise --gpu-memory-utilization (up to 0.95), or use more GPUs with "
+               "--tensor-parallel-size."), weight=94),
+        Rule("chat-template-missing",
+             (r"default chat template is no longer allowed", r"Cannot use chat template functions because "
+              r"tokenizer\.chat_template is not set"),
+             _("The tokenizer has no chat template"),
+             _("The merged model's tokenizer does not carry a chat template, so the server cannot turn messages "
+               "into a prompt."),
+             _("Serve with the training template: devtune serve passes LLaMA-Factory's template as "
+               "--chat-template; or export with the template set in the merge YAML."), weight=92),
         Rule("terminated", (), _("Terminated (SIGTERM) without a stop request"),
              _("Something other than devtune sent SIGTERM: a job scheduler, a shutdown, or a user's kill."),
              _("Resume from the last checkpoint (devtune train resume); check the scheduler's time limit."),
-             weight=50, exit_codes=(143, -15)),
+             weight=50, exit_codes=(143, -15), symptom=True),
         Rule("aborted", (r"^Aborted(?: \(core dumped\))?$",), _("The trainer aborted (SIGABRT)"),
              _("A library called abort(); the lines just before it usually name the cause."),
              _("Read the error printed just before 'Aborted'; rerun with AMD_LOG_LEVEL=3 on ROCm for details."),
-             weight=30, exit_codes=(134, -6)),
+             weight=30, exit_codes=(134, -6), symptom=True),
     ]

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from core.i18n import _, current_language
 from core.train.failure_rules import Rule, rules
+from core.train.root_cause import PREFIX, RaisedException, RootCause, find_root_cause, signal_name
 
 MAX_SCAN = 32 * 1024 * 1024
 HEAD_SCAN = 4 * 1024 * 1024
@@ -119,22 +120,26 @@ def scan_text(numbered: list[tuple[int, str]], total_lines: int, name: str) -> d
 
 
 def diagnose_files(paths: list[str | os.PathLike], *, exit_code: int | None = None,
-                   stop_requested: bool = False) -> list[Diagnosis]:
+                   stop_requested: bool = False, last_step: tuple[int, int] | None = None) -> list[Diagnosis]:
     """Diagnoses from these log files (OSError when one cannot be read), most likely first."""
     merged: dict[str, tuple[list[LogEvidence], float]] = {}
+    logs = []
     for path in paths:
         path = Path(path)
         numbered, total = _read_for_scan(path)
+        logs.append((str(path), numbered))
         for rule_id, (evidence, pos) in scan_text(numbered, total, str(path)).items():
             prev_ev, prev_pos = merged.get(rule_id, ([], 0.0))
             merged[rule_id] = (prev_ev + evidence, max(prev_pos, pos))
-    return _rank(merged, exit_code, stop_requested)
+    cause = find_root_cause(logs, exit_code=exit_code, last_step=last_step)
+    return _rank(merged, exit_code, stop_requested, cause)
 
 
 def diagnose_text(text: str, name: str = "log", *, exit_code: int | None = None,
                   stop_requested: bool = False) -> list[Diagnosis]:
-    lines = text.split("\n")
-    return _rank(scan_text(list(enumerate(lines, 1)), len(lines), name), exit_code, stop_requested)
+    numbered = list(enumerate(text.split("\n"), 1))
+    cause = find_root_cause([(name, numbered)], exit_code=exit_code)
+    return _rank(scan_text(numbered, len(numbered), name), exit_code, stop_requested, cause)
 
 
 def diagnose_run(run_dir: str | os.PathLike, output_dir: str | os.PathLike | None = None, *,
@@ -144,11 +149,32 @@ def diagnose_run(run_dir: str | os.PathLike, output_dir: str | os.PathLike | Non
     paths = [p for p in (run_dir / "stderr.log", run_dir / "stdout.log") if p.exists()]
     if output_dir is not None and (Path(output_dir) / "running_log.txt").exists() and not paths:
         paths.append(Path(output_dir) / "running_log.txt")
-    return diagnose_files(paths, exit_code=exit_code, stop_requested=stop_requested)
+    step = last_logged_step(Path(output_dir)) if output_dir is not None else None
+    return diagnose_files(paths, exit_code=exit_code, stop_requested=stop_requested, last_step=step)
+
+
+def last_logged_step(output_dir: Path) -> tuple[int, int] | None:
+    """(current_steps, total_steps) of the last line of LLaMA-Factory's trainer_log.jsonl, if any."""
+    path = output_dir / "trainer_log.jsonl"
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, path.stat().st_size - 65536))
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    import json
+
+    for raw in reversed(lines):
+        try:
+            row = json.loads(raw)
+            return int(row["current_steps"]), int(row["total_steps"])
+        except (ValueError, KeyError, TypeError):
+            continue
+    return None
 
 
 def _rank(found: dict[str, tuple[list[LogEvidence], float]], exit_code: int | None,
-          stop_requested: bool) -> list[Diagnosis]:
+          stop_requested: bool, cause: RootCause | None = None) -> list[Diagnosis]:
     table, _patterns, _any = _compiled(current_language())
     graceful = stop_requested and exit_code in STOP_EXITS
     out: list[Diagnosis] = []
@@ -161,19 +187,104 @@ def _rank(found: dict[str, tuple[list[LogEvidence], float]], exit_code: int | No
             continue
         score = rule.weight + 8 * pos
         if by_exit:
-            evidence = evidence + [LogEvidence(_("exit status"), None,
-                                            _("the trainer exited with {code}", code=exit_code))]
+            evidence = evidence + [_exit_evidence(exit_code)]
             score += 4 if len(evidence) > 1 else -5
         out.append(Diagnosis(rule.id, rule.title, rule.explanation, rule.fix, list(rule.commands), evidence, score))
     present = {d.id for d in out}
     suppressed = {s for rule in table if rule.id in present for s in rule.suppresses}
     out = [d for d in out if d.id not in suppressed]
-    if exit_code not in (None, 0) and not graceful and not out:
-        out.append(Diagnosis("unexplained-failure", _("The run failed with exit code {code}", code=exit_code),
-                             _("No known error pattern is in the logs."),
-                             _("Read the last lines of stderr.log; the Python traceback's last line names the error."),
-                             [], [LogEvidence(_("exit status"), None,
-                                           _("the trainer exited with {code}", code=exit_code))],
-                             1.0))
     out.sort(key=lambda d: -d.score)
+    failed = exit_code not in (None, 0) and not graceful
+    if cause is None or graceful or not (failed or (exit_code is None and cause.exception)):
+        return out
+    exc = cause.exception
+    explained = [d for d in out if exc is not None and any(e.file == exc.file and e.line == exc.line
+                                                           for e in d.evidence)]
+    symptoms = {r.id for r in table if r.symptom}
+    if explained:  # the rule that matches the root exception itself comes first
+        out.remove(explained[0])
+        out.insert(0, explained[0])
+        _quote_root_exception(out[0], cause)
+    elif out and not (exc is not None and out[0].id in symptoms):
+        _quote_root_exception(out[0], cause)
+    else:  # nothing matched, or only what the other ranks saw (a timeout, an abort): name the first failure
+        out.insert(0, _root_cause_diagnosis(cause, exit_code))
     return out
+
+
+def _exit_evidence(code: int | None, sig: str | None = None) -> LogEvidence:
+    sig = sig or signal_name(code)
+    if sig:
+        return LogEvidence(_("exit status"), None, _("the trainer exited with {code} ({signal})", code=code,
+                                                     signal=sig))
+    return LogEvidence(_("exit status"), None, _("the trainer exited with {code}", code=code))
+
+
+def _where(cause: RootCause) -> list[LogEvidence]:
+    """The rank and host that failed first, the step reached, the exit status."""
+    out = []
+    if cause.rank is not None or cause.host:
+        ranks = ", ".join(str(r) for r in cause.failed_ranks) if len(cause.failed_ranks) > 1 else None
+        if cause.host and cause.rank is not None:
+            text = _("first failure: rank {rank} on {host}", rank=cause.rank, host=cause.host)
+        elif cause.rank is not None:
+            text = _("first failure: rank {rank}", rank=cause.rank)
+        else:
+            text = _("first failure on {host}", host=cause.host)
+        if ranks:
+            text += "; " + _("ranks with an exception: {ranks}", ranks=ranks)
+        out.append(LogEvidence(_("ranks"), None, text))
+    if cause.last_step is not None:
+        text = (_("last step reached: {step} of {total}", step=cause.last_step, total=cause.total_steps)
+                if cause.total_steps else _("last step reached: {step}", step=cause.last_step))
+        out.append(LogEvidence(_("progress"), None, text))
+    if cause.exit_code not in (None, 0) or cause.signal:
+        out.append(_exit_evidence(cause.exit_code, cause.signal))
+    return out
+
+
+def _exception_evidence(exc: RaisedException) -> list[LogEvidence]:
+    out = [LogEvidence(exc.file, exc.line, exc.text[:400])]
+    if exc.frame_text:
+        out.append(LogEvidence(exc.file, exc.frame_line, exc.frame_text))  # the frame that raised it
+    return out
+
+
+def _quote_root_exception(first: Diagnosis, cause: RootCause) -> None:
+    """The rule's diagnosis also quotes the exception that ended the run, where it was raised and by whom."""
+    exc = cause.exception
+    if exc is not None:
+        rest = [e for e in first.evidence if not (e.file == exc.file and e.line == exc.line)
+                and not PREFIX.sub("", e.text).startswith("raise ")]  # the raise's source line, not the error
+        first.evidence = _exception_evidence(exc) + rest
+    known = {e.text for e in first.evidence}
+    has_exit = any(e.file == _("exit status") for e in first.evidence)
+    for e in _where(cause):
+        if e.text not in known and not (e.file == _("exit status") and has_exit):
+            first.evidence.append(e)
+
+
+def _root_cause_diagnosis(cause: RootCause, exit_code: int | None) -> Diagnosis:
+    """No rule knows this failure: name it from the first exception of the first failing rank."""
+    exc = cause.exception
+    if exc is not None:
+        evidence = _exception_evidence(exc) + _where(cause)
+        return Diagnosis(
+            "root-cause", exc.text[:200],
+            _("No rule of devtune knows this error; this is the first exception of the first rank that failed, "
+              "and the code that raised it."),
+            _("Read the exception and the frame that raised it: the message names what was wrong (a path, a key, "
+              "a value of the config); fix that and start the run again. The command below prints the whole "
+              "traceback."),
+            [f"sed -n '{exc.traceback_start or exc.line},{exc.line}p' {exc.file}"], evidence, 10.0)
+    title = (_("The run was killed by {signal}", signal=cause.signal) if cause.signal
+             else _("The run failed with exit code {code}", code=exit_code))
+    explanation = (_("No Python exception is in the logs: the process was ended from outside (the kernel's "
+                     "out-of-memory killer, a scheduler's time limit, or a person).") if cause.signal else
+                   _("No Python exception and no known error pattern is in the logs."))
+    fix = (_("Check the kernel log for the out-of-memory killer (dmesg), the job scheduler's limits, and the "
+             "host's memory while the run is at the step shown.") if cause.signal else
+           _("Read the last lines of stderr.log; the Python traceback's last line names the error."))
+    return Diagnosis("unexplained-failure", title, explanation, fix,
+                     ["dmesg -T | grep -i -E 'killed process|out of memory' | tail"] if cause.signal else [],
+                     _where(cause) or [_exit_evidence(exit_code)], 1.0)

@@ -19,6 +19,12 @@ RUNS = {  # produced on this machine with the real llamafactory-cli
     "lf_deepspeed_without_force_torchrun": ("force-torchrun", "FORCE_TORCHRUN=1"),
     "lf_torchrun_not_on_path": ("torchrun-not-found", "'torchrun'"),
     "lf_torchrun_worker_sigkill": ("oom-killer", "SIGKILL"),
+    "lf_checkpoint_invalid_zero3": ("checkpoint-invalid", "Can't find a valid checkpoint at saves/demo/checkpoint-4"),
+    "lf_model_offline_not_cached": ("hub-offline-not-cached", "outgoing traffic has been disabled"),
+    "lf_trust_remote_code": ("trust-remote-code", "contains custom code"),
+    "lf_master_port_in_use": ("master-port-in-use", "EADDRINUSE"),
+    "lf_dataset_info_missing": ("dataset-info-unreadable", "Cannot open nodata/dataset_info.json"),
+    "lf_dataset_file_missing": ("dataset-file-missing", "File gone/rows_v2.jsonl not found."),
 }
 EXCERPTS = {  # published logs, see tests/fixtures/logs/SOURCES.md
     "hip_out_of_memory.log": "gpu-out-of-memory",
@@ -34,6 +40,17 @@ EXCERPTS = {  # published logs, see tests/fixtures/logs/SOURCES.md
     "disk_full_saving.log": "disk-full",
     "json_column_changed.log": "dataset-json-error",
     "no_hip_gpus.log": "no-gpu-visible",
+    "hub_gated_model.log": "hub-gated-model",
+    "flash_attn_not_installed.log": "flash-attn-missing",
+    "flash_attn_undefined_symbol.log": "flash-attn-abi",
+    "hip_invalid_device_function.log": "hip-invalid-device-function",
+    "deepspeed_cuda_home_missing.log": "deepspeed-no-toolkit",
+    "rendezvous_clients_not_joined.log": "rendezvous-timeout",
+    "vllm_kv_cache_too_small.log": "vllm-kv-cache-too-small",
+    "chat_template_missing.log": "chat-template-missing",
+    "dependency_version_check.log": "dependency-version",
+    "output_dir_not_empty.log": "output-dir-not-empty",
+    "nccl_unhandled_system_error.log": "nccl-error",
 }
 
 
@@ -60,6 +77,12 @@ def test_real_failures_produced_here(folder):
 def test_published_failures(name):
     found = diagnose_files([LOGS / "issues" / name])
     assert found[0].id == EXCERPTS[name]
+
+
+def test_every_rule_with_patterns_has_a_fixture():
+    covered = {rule_id for rule_id, _text in RUNS.values()} | set(EXCERPTS.values())
+    untested = {r.id for r in rules() if r.patterns} - covered - {"aborted"}  # aborted: above
+    assert not untested, f"rules without a log fixture: {sorted(untested)}"
 
 
 @pytest.mark.parametrize("folder", ["lf_normal", "lf_nan_loss", "lf_loss_zero"])

@@ -1,0 +1,285 @@
+"""The root cause of a failed run, read from its logs whether or not a rule knows the error.
+
+    cause = find_root_cause(numbered_lines, "stderr.log", exit_code=1, last_step=640)
+    cause.exception   # "ValueError: Can't find a valid checkpoint at saves/cpu-demo/checkpoint-640"
+
+What is read:
+- Python tracebacks, also when every line carries torchrun's `[rankN]:` (or `[defaultN]:`) prefix, so each
+  rank's traceback is read on its own even where the ranks' lines interleave. A chained traceback ("During
+  handling of the above exception...", "The above exception was the direct cause...") counts from its first
+  exception: that is what went wrong first.
+- Wrappers are never the cause: torchrun's `ChildFailedError`, LLaMA-Factory's launcher `CalledProcessError`,
+  `SystemExit`. torchrun's summary block ("Root Cause (first observed failure)") says which rank on which
+  host failed first, with its exit code or signal, and that rank's first exception is the root cause.
+- The frame that raised: the innermost frame outside the Python standard library (LLaMA-Factory,
+  transformers, torch, DeepSpeed, vLLM, or the user's own code).
+- The last step reached: the last `N/M [` progress bar of the log, unless the caller knows better
+  (trainer_log.jsonl).
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+from dataclasses import dataclass, field
+
+PREFIX = re.compile(r"^\[(?:rank|default)(\d+)\]:\s?")
+TRACEBACK = "Traceback (most recent call last):"
+CHAINED = ("During handling of the above exception, another exception occurred:",
+           "The above exception was the direct cause of the following exception:")
+FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)')
+EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault)|[A-Za-z_]\w*"
+                       r"(?:\.[A-Za-z_]\w*)+|KeyboardInterrupt|StopIteration)(?::\s?(.*))?$")
+WRAPPERS = ("ChildFailedError", "CalledProcessError", "SystemExit")
+STDLIB = re.compile(r"/lib/python3\.\d+/(?!site-packages/|dist-packages/)")
+PROGRESS = re.compile(r"(?<![\d/])(\d+)/(\d+) \[")
+SUMMARY_FIELD = re.compile(r"^\s*(host|rank|exitcode|traceback)\s*:\s*(.*)$")
+
+
+@dataclass
+class RaisedException:
+    """One exception as a traceback printed it."""
+
+    exc_type: str
+    message: str
+    file: str
+    line: int  # the exception line's number in the log
+    rank: int | None = None
+    frame: str | None = None  # 'path/to/file.py:96 in run_sft' of the frame that raised
+    frame_line: int | None = None
+    frame_text: str = ""  # that frame's line as the log printed it
+    traceback_start: int = 0  # the line of "Traceback (most recent call last):"
+
+    @property
+    def text(self) -> str:
+        return f"{self.exc_type}: {self.message}" if self.message else self.exc_type
+
+    @property
+    def wrapper(self) -> bool:
+        return self.exc_type.rsplit(".", 1)[-1] in WRAPPERS
+
+
+@dataclass
+class RootCause:
+    exception: RaisedException | None
+    exit_code: int | None = None
+    signal: str | None = None
+    rank: int | None = None
+    host: str | None = None
+    last_step: int | None = None
+    total_steps: int | None = None
+    failed_ranks: list[int] = field(default_factory=list)
+
+    @property
+    def known(self) -> bool:
+        return self.exception is not None or self.signal is not None
+
+
+@dataclass
+class _Stream:
+    """The traceback being read on one stream (one rank's prefixed lines, or the unprefixed ones)."""
+
+    start: int = 0
+    frames: list[tuple[str, int, str, int, str]] = field(default_factory=list)  # path, line, func, log line, text
+    chain: list[tuple[RaisedException, str | None]] = field(default_factory=list)  # (exception, link after it)
+    reading: bool = False
+    log_prefix: str = ""  # what a logger put before each line of this traceback
+
+
+def signal_name(exit_code: int | None) -> str | None:
+    """SIGKILL for -9 (a child killed by a signal) or 137 (a shell's 128 + 9)."""
+    if exit_code is None:
+        return None
+    number = -exit_code if exit_code < 0 else exit_code - 128 if 128 < exit_code < 160 else None
+    if number is None:
+        return None
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return None
+
+
+def _raising_frame(frames: list[tuple[str, int, str, int, str]]) -> tuple[str | None, int | None, str]:
+    if not frames:
+        return None, None, ""
+    chosen = next((f for f in reversed(frames) if f[0].endswith(".py") and not STDLIB.search(f[0])),
+                  next((f for f in reversed(frames) if not STDLIB.search(f[0])), frames[-1]))
+    path, line, func, log_line, text = chosen
+    return f"{path}:{line} in {func}", log_line, text
+
+
+def read_exceptions(numbered: list[tuple[int, str]], name: str) -> list[RaisedException]:
+    """Every first exception of every traceback (chains counted once, from their first exception)."""
+    streams: dict[int | None, _Stream] = {}
+    found: list[RaisedException] = []  # in the order their chains ended
+    for number, raw in numbered:
+        m = PREFIX.match(raw)
+        rank = int(m.group(1)) if m else None
+        text = raw[m.end():] if m else raw
+        text = text.rstrip("\r\n")
+        st = streams.setdefault(rank, _Stream())
+        if text.endswith(TRACEBACK):  # also after a logger's prefix ("ERROR 11-20 12:10:02 [core.py:843] ")
+            if not st.reading:
+                st.start = number
+            st.reading, st.frames, st.log_prefix = True, [], text[: -len(TRACEBACK)]
+            continue
+        if st.log_prefix:
+            if not text.startswith(st.log_prefix):
+                continue  # another logger's line between this traceback's lines
+            text = text[len(st.log_prefix):]
+        stripped = text.strip()
+        if stripped.endswith(CHAINED):
+            st.log_prefix = ""
+            continue
+        if not st.reading:
+            continue
+        fm = FRAME.match(text)
+        if fm:
+            st.frames.append((fm.group(1), int(fm.group(2)), fm.group(3), number, text.strip()))
+            continue
+        if text.startswith((" ", "\t")) or not stripped:
+            continue  # the source line under a frame, carets, an indented note
+        em = EXCEPTION.match(stripped)
+        if em is None:
+            continue
+        frame, frame_line, frame_text = _raising_frame(st.frames)
+        exc = RaisedException(em.group(1), (em.group(2) or "").strip(), name, number, rank, frame, frame_line,
+                              frame_text, st.start)
+        st.reading, st.frames, st.log_prefix = False, [], ""
+        link = _link_after(numbered, number)
+        st.chain.append((exc, link))
+        if link is None:
+            found.append(_chain_root(st.chain))
+            st.chain = []
+    for st in streams.values():  # a log cut in the middle of a chain
+        if st.chain:
+            found.append(_chain_root(st.chain))
+    return found
+
+
+def _link_after(numbered: list[tuple[int, str]], number: int) -> str | None:
+    """How the next traceback relates to the exception on line `number`: "cause" (it was the direct cause of
+    the next one), "context" (the next one happened while handling it), or None (the chain ends here)."""
+    idx = _index_of(numbered, number)
+    for _n, raw in numbered[idx + 1: idx + 4]:
+        text = PREFIX.sub("", raw).strip()
+        if not text:
+            continue
+        return "context" if text.endswith(CHAINED[0]) else "cause" if text.endswith(CHAINED[1]) else None
+    return None
+
+
+def _chain_root(chain: list[tuple[RaisedException, str | None]]) -> RaisedException:
+    """The exception that caused the last one: back from the last along "direct cause" links (an exception
+    raised while handling another is a new error, so a "during handling" link stops the walk)."""
+    i = len(chain) - 1
+    while i > 0 and chain[i - 1][1] == "cause" and not chain[i - 1][0].wrapper:
+        i -= 1
+    while i < len(chain) - 1 and chain[i][0].wrapper:
+        i += 1
+    return chain[i][0]
+
+
+BARE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception)):\s?(.*)$")
+
+
+def read_bare_exceptions(numbered: list[tuple[int, str]], name: str) -> list[RaisedException]:
+    """Exception lines in a log that printed no traceback header (an excerpt, a logger's one-liner)."""
+    out = []
+    for number, raw in numbered:
+        m = PREFIX.match(raw)
+        text = (raw[m.end():] if m else raw).rstrip()
+        em = BARE.match(text)
+        if em:
+            out.append(RaisedException(em.group(1), em.group(2).strip(), name, number,
+                                       int(m.group(1)) if m else None))
+    return out
+
+
+def _index_of(numbered: list[tuple[int, str]], number: int) -> int:
+    lo, hi = 0, len(numbered) - 1
+    while lo <= hi:  # the numbers ascend (a head and a tail of a big log keep their true numbers)
+        mid = (lo + hi) // 2
+        if numbered[mid][0] < number:
+            lo = mid + 1
+        elif numbered[mid][0] > number:
+            hi = mid - 1
+        else:
+            return mid
+    return lo
+
+
+def read_torchrun_summary(numbered: list[tuple[int, str]]) -> dict:
+    """host, rank, exit code and signal of torchrun's "Root Cause (first observed failure)" block."""
+    out: dict = {}
+    inside = False
+    for _n, raw in numbered:
+        text = PREFIX.sub("", raw)
+        if "Root Cause (first observed failure)" in text:
+            inside, out = True, {}
+            continue
+        if not inside:
+            continue
+        if text.startswith("====="):
+            inside = False
+            continue
+        m = SUMMARY_FIELD.match(text)
+        if not m:
+            continue
+        key, value = m.group(1), m.group(2).strip()
+        if key == "host":
+            out["host"] = value
+        elif key == "rank":
+            r = re.match(r"(\d+)", value)
+            out["rank"] = int(r.group(1)) if r else None
+        elif key == "exitcode":
+            c = re.match(r"(-?\d+)", value)
+            out["exit_code"] = int(c.group(1)) if c else None
+        elif key == "traceback":
+            s = re.search(r"Signal \d+ \((SIG\w+)\)", value)
+            if s:
+                out["signal"] = s.group(1)
+    return out
+
+
+def last_progress(numbered: list[tuple[int, str]]) -> tuple[int, int] | None:
+    """The last `N/M [` of a tqdm bar in the log (training's, not a loading bar's: the one with most steps)."""
+    best: tuple[int, int] | None = None
+    for _n, raw in reversed(numbered):
+        for m in PROGRESS.finditer(raw):
+            done, total = int(m.group(1)), int(m.group(2))
+            if total > 1 and done <= total and (best is None or total >= best[1]):  # later segments win
+                best = (done, total)
+        if best is not None:
+            return best
+    return best
+
+
+def find_root_cause(logs: list[tuple[str, list[tuple[int, str]]]], *, exit_code: int | None = None,
+                    last_step: tuple[int, int] | None = None) -> RootCause:
+    """`logs`: (name, numbered lines) of each log file, stderr first."""
+    exceptions: list[RaisedException] = []
+    summary: dict = {}
+    progress = None
+    for name, numbered in logs:
+        exceptions += read_exceptions(numbered, name)
+    if not [e for e in exceptions if not e.wrapper]:
+        for name, numbered in logs:
+            exceptions += read_bare_exceptions(numbered, name)
+    for _name, numbered in logs:
+        summary = summary or read_torchrun_summary(numbered)
+        progress = progress or last_progress(numbered)
+    real = [e for e in exceptions if not e.wrapper]
+    rank = summary.get("rank")
+    first = None
+    if real:
+        if rank is not None and any(e.rank == rank for e in real):
+            first = next(e for e in real if e.rank == rank)
+        else:
+            first = real[0]
+            rank = first.rank if rank is None else rank
+    code = summary.get("exit_code", exit_code) if summary.get("exit_code") not in (None, 1) else exit_code
+    sig = summary.get("signal") or signal_name(code)
+    step = last_step or progress
+    return RootCause(first, code, sig, rank, summary.get("host"), step[0] if step else None,
+                     step[1] if step else None, sorted({e.rank for e in real if e.rank is not None}))
