@@ -14,6 +14,7 @@ from __future__ import annotations
 import fcntl
 import os
 import pty
+import select
 import struct
 import subprocess
 import termios
@@ -49,17 +50,22 @@ class PtySession:
             preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
         )
         os.close(slave)
+        self._closing = threading.Event()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
         self.hung_up_at: float | None = None
 
     def _read(self) -> None:
-        while True:
+        # select() with a timeout, never a read that blocks: a thread blocked in read() would keep the master
+        # side open after close() (Linux closes the file only when that read returns), so the hang-up would
+        # come late, or never for an idle program.
+        while not self._closing.is_set():
             try:
-                data = os.read(self.master, 65536)
+                ready, _, _ = select.select([self.master], [], [], 0.05)
+                data = os.read(self.master, 65536) if ready else b""
             except OSError:
                 return
-            if not data:
+            if ready and not data:
                 return
             with self._lock:
                 self.output += data
@@ -99,6 +105,9 @@ class PtySession:
         return out
 
     def hang_up(self) -> None:
+        """Close the master side: the terminal is gone (the reader stops first, so the close takes effect now)."""
+        self._closing.set()
+        self._reader.join(2)
         self.hung_up_at = time.monotonic()
         try:
             os.close(self.master)

@@ -86,6 +86,8 @@ def term_env() -> dict[str, str]:
 
 def hang_up_and_check(term: PtySession, ws: Workspace, run_id: str, result: TrialResult) -> TrialResult:
     pid = term.proc.pid
+    term._closing.set()
+    term._reader.join(2)
     before = cpu_seconds(pid)
     term.hang_up()
     last = before
