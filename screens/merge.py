@@ -42,7 +42,7 @@ class MergeScreen(StepScreen):
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="merge-form"):
             yield Select([], prompt=_("training run"), id="merge-run", allow_blank=True)
-            yield titled(Input(placeholder=_("default: the run id"), id="merge-name"), _("export name"))
+            yield titled(Input(placeholder=_("default: run id"), id="merge-name"), _("export name"))
             yield titled(Input("5", placeholder="GB", id="merge-size", type="integer"), _("shard GB"))
             yield Select([(_("device: cpu"), "cpu"), (_("device: auto"), "auto")], value="cpu", allow_blank=False,
                          id="merge-device")

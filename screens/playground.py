@@ -71,7 +71,7 @@ class PlaygroundScreen(StepScreen):
                     yield Select([(_("backend: vLLM"), "vllm"), (_("backend: llamafactory api"), "llamafactory")],
                                  prompt=_("backend: auto"), id="pg-backend")
                     yield titled(Input("1", id="pg-tp", type="integer"), _("GPUs"))
-                    yield titled(Input(placeholder=_("any free"), id="pg-port", type="integer"), _("port"))
+                    yield titled(Input(placeholder=_("auto"), id="pg-port", type="integer"), _("port"))
                 yield Checkbox(_("trust remote code"), id="pg-trust")
                 with Horizontal(id="pg-buttons"):
                     yield Button(_("Start"), id="pg-start", variant="primary")

@@ -54,8 +54,13 @@ def test_doctor_step_on_a_recorded_mi300x_box_not_in_render_group(snap_ws, snap_
     assert snap_compare(app_on(snap_ws, "doctor"), terminal_size=SIZE, run_before=run_before)
 
 
-def test_config_step_cpu_demo(snap_ws, snap_compare):
+def test_config_step_cpu_demo(snap_ws, snap_compare, monkeypatch):
+    import psutil
+
     from tests.core.config_workspace import fake_model, register_dataset
+
+    real = psutil.virtual_memory()  # the CPU's "device" is the host's memory: the same on every machine here
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: real._replace(total=24 * 1024 ** 3))
 
     fake_model(snap_ws)
     register_dataset(snap_ws)
