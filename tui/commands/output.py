@@ -34,3 +34,26 @@ def workspace(args):
     from core.workspace.layout import Workspace
 
     return Workspace.resolve(getattr(args, "workspace", None))
+
+
+class StderrProgress:
+    """Progress for work that may take more than two seconds, on stderr (also with --json, whose stdout
+    holds only the report): `line(text)` relays a line as it is; `waiting(seconds)` says, every
+    `every` seconds that nothing else was said, what is being waited for and for how long."""
+
+    def __init__(self, what: str, every: float = 5.0) -> None:
+        self.what, self.every = what, every
+        self._quiet_since: float | None = 0.0  # seconds waited when something was last said
+
+    def line(self, text: str) -> None:
+        print("  " + text, file=sys.stderr, flush=True)
+        self._quiet_since = None
+
+    def waiting(self, seconds: float) -> None:
+        from core.i18n import _
+
+        if self._quiet_since is None:
+            self._quiet_since = seconds
+        elif seconds - self._quiet_since >= self.every:
+            self._quiet_since = seconds
+            print("  " + _("{what}: {s:.0f} s", what=self.what, s=seconds), file=sys.stderr, flush=True)

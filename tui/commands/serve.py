@@ -113,17 +113,18 @@ def run_serve(args) -> int:
     except (ServerError, ValueError) as exc:
         err(str(exc))
         return EXIT_PROBLEMS
-    quiet = args.json
-    if not quiet:
-        err(_("starting {backend} server {id} for {model} on {url}", backend=record.backend, id=record.id,
-              model=record.model, url=record.url))
+    err(_("starting {backend} server {id} for {model} on {url}", backend=record.backend, id=record.id,
+          model=record.model, url=record.url))
     if args.no_wait:
         if args.json:
             emit_json(record.summary())
         return EXIT_OK
+    from tui.commands.output import StderrProgress
+
+    # The server's own log is its progress (vLLM loads for a minute): relayed whole, --json or not.
+    progress = StderrProgress(_("waiting for server {id} to answer", id=record.id), every=10.0)
     try:
-        record = wait_ready(ws, record.id, timeout=args.timeout,
-                            on_line=None if quiet else (lambda line: print("  " + line[-200:], file=sys.stderr)))
+        record = wait_ready(ws, record.id, timeout=args.timeout, on_line=progress.line, on_wait=progress.waiting)
     except ServerError as exc:
         err(str(exc))
         return EXIT_PROBLEMS
