@@ -21,13 +21,14 @@ import tempfile
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import compress, repeat
 
 from xxhash import xxh3_64_intdigest
 
 BUCKETS = 64
 SHIFT = 64 - 6  # a hash's top 6 bits name its bucket
 SPILL_ROWS = 1 << 20  # rows (24 MiB) kept in memory before they go to disk
-SLICE = 1 << 16  # prompt hashes turned into a set at a time when looking for repeats
+SLICE = 1 << 12  # prompt hashes looked up at a time when looking for repeats
 
 
 def text_hash(text: str, seed: int = 0) -> int:
@@ -143,17 +144,18 @@ class DuplicateReport:
 
 
 def _repeated(prompt_columns) -> set[int]:
-    """The prompt hashes that occur more than once, with set operations a slice at a time."""
+    """The prompt hashes that occur more than once, with set operations (in C) a slice at a time."""
     seen: set[int] = set()
     repeated: set[int] = set()
     for column in prompt_columns:
         for at in range(0, len(column), SLICE):
             piece = column[at:at + SLICE]
-            here = set(piece)
-            if len(here) < len(piece):  # a repeat inside the slice
+            again = seen.intersection(piece)
+            repeated |= again
+            before = len(seen)
+            seen.update(piece)
+            if len(seen) - before + len(again) < len(piece):  # a value twice in the slice itself
                 repeated.update(p for p, k in Counter(piece).items() if k > 1)
-            repeated |= seen & here
-            seen |= here
     return repeated
 
 
@@ -181,9 +183,9 @@ def _find_in(columns: list[tuple]) -> tuple[list, list]:
     repeated = _repeated([c[1] for c in columns])
     if not repeated:
         return [], []
-    rows = sorted((line + delta, p, o) for lines, prompts, outputs, delta in columns
-                  for line, p, o in zip(lines, prompts, outputs) if p in repeated)
-    return _group(rows)
+    picked = (compress(zip(lines, prompts, outputs, repeat(delta)), map(repeated.__contains__, prompts))
+              for lines, prompts, outputs, delta in columns)
+    return _group(sorted((line + delta, p, o) for part in picked for line, p, o, delta in part))
 
 
 def find_duplicates(parts: list[Fingerprints]) -> DuplicateReport:

@@ -15,8 +15,8 @@ do not depend on the path it took (tests/core/test_dataset_scan.py checks it aga
 
 from __future__ import annotations
 
-from itertools import accumulate
-from operator import attrgetter
+from itertools import accumulate, repeat
+from operator import add, attrgetter, gt, itemgetter, sub
 from typing import Any, Callable
 
 import msgspec
@@ -34,6 +34,7 @@ from core.i18n import _
 BOM = b"\xef\xbb\xbf"
 BLOCK = 1 << 20  # ~2,000 rows a block: the per-block work spread thin, the block still in cache
 _FIELDS = attrgetter("f0"), attrgetter("f1"), attrgetter("f2")
+_TAIL = itemgetter(slice(-8, None))
 _encode = str.encode
 _strip = str.strip
 
@@ -226,8 +227,12 @@ class JsonlScan:
         hits = set(hit_lines(body))
         check = {i for i, n in zip(idx, lo) if n < 10} | hits.intersection(idx)
         for column in (ins, inp, outs):
-            check.update(i for i, s, t in zip(idx, map(_strip, column), column) if s is not t)
-        check.update(i for i, o in zip(idx, outs) if len(o) >= 80 and o.count(o[-8:]) >= 4)
+            stripped = list(map(_strip, column))
+            if stripped != column:  # compared in C; the rows only when one differs
+                check.update(i for i, s, t in zip(idx, stripped, column) if s is not t)
+        # content.maybe_repetitive: the last 8 characters occur 4 times or more in an output of 80 or more
+        repeats = map(str.count, outs, map(_TAIL, outs))
+        check.update(i for i, n, r in zip(idx, lo, repeats) if r >= 4 and n >= 80)
         if check:
             k_ins, k_inp, k_out = self.keys
             where = dict(zip(idx, range(k))) if odd else None
@@ -240,19 +245,19 @@ class JsonlScan:
                         line=line)))
                 content.check_texts(((k_ins, ins[j]), (k_inp, inp[j]), (k_out, o)), o, line, out, pii=i in hits)
         # numbers: lengths and token estimates into the histograms, the language mix, too-long rows
-        chars = [a + b + c for a, b, c in zip(li, ln, lo)]
+        chars = list(map(add, map(add, li, ln), lo))
         if ctx.escaped:  # non-ASCII text as \\u escapes: count it exactly
             cjk = [cjk_chars(a) + cjk_chars(b) + cjk_chars(c) for a, b, c in zip(ins, inp, outs)]
         else:  # the UTF-8 bytes beyond the characters and the JSON around them
-            overhead = ctx.key_overhead
-            cjk = [max(0, (len(r) - overhead - c) >> 1) for r, c in zip(raws, chars)]
+            extra = map(sub, map(len, raws), map(add, chars, repeat(ctx.key_overhead)))
+            cjk = [d >> 1 if d > 0 else 0 for d in extra]
         tokens = [((c - j + 3) >> 2) + j + TEMPLATE_OVERHEAD for c, j in zip(chars, cjk)]
         stats = result.stats
         for h, values in zip(stats.lengths, (li, ln, lo)):
             h.update(values)
         stats.tokens.update(tokens)
         en = cjk.count(0)
-        zh = sum(1 for c, j in zip(chars, cjk) if j * 2 > c)
+        zh = sum(map(gt, map(add, cjk, cjk), chars))
         langs = stats.languages
         langs["en"] += en
         langs["zh"] += zh
@@ -267,7 +272,8 @@ class JsonlScan:
                         "shorten the row)", line=line, tokens=t, cutoff=cutoff)))
         # the duplicate finder's fingerprints: hash(input) seeded with hash(instruction), hash(output)
         prompts = map(_xxh, map(_encode, inp), map(_xxh, map(_encode, ins)))
-        result.fingerprints.extend((base + i + 1 for i in idx), prompts, map(_xxh, map(_encode, outs)))
+        numbers = range(base + 1, base + k + 1) if not odd else [base + i + 1 for i in idx]
+        result.fingerprints.extend(numbers, prompts, map(_xxh, map(_encode, outs)))
         result.rows += k
         result.good += k
 

@@ -128,7 +128,7 @@ def merge_parts(results: list[PartResult], schema: Schema) -> tuple[PartResult, 
         fps.append(r.fingerprints.shifted(delta) if r.relative else r.fingerprints)
         merged.stats.merge(r.stats)
         for k, (line, off) in r.keys_first.items():
-            line = line + delta if r.relative else line
+            line = int(line) + delta if r.relative else line  # int: not a LineNo marker in a message
             if k not in merged.keys_first or line < merged.keys_first[k][0]:
                 merged.keys_first[k] = (line, off)
         n, m = r.notes, merged.notes

@@ -209,6 +209,62 @@ def test_lint_finds_what_the_reference_lint_finds(tmp_path_factory, monkeypatch,
     assert (general.stats.duplicates, general.stats.conflicts) == (got.stats.duplicates, got.stats.conflicts)
 
 
+@st.composite
+def conversations_file(draw) -> bytes:
+    """sharegpt or messages rows: in order, or with a turn missing, a role out of order, a non-string
+    text, an extra key, a system turn, a repeated key, a broken line."""
+    messages = draw(st.sampled_from(["sharegpt", "messages"]))
+    key, role, text, user, bot = (("conversations", "from", "value", "human", "gpt") if messages == "sharegpt"
+                                  else ("messages", "role", "content", "user", "assistant"))
+    lines = []
+    for _ in range(draw(st.integers(1, 25))):
+        turns = [{role: user if k % 2 == 0 else bot, text: draw(TEXT)} for k in range(2 * draw(st.integers(1, 2)))]
+        kind = draw(st.sampled_from(["ok"] * 6 + ["odd", "role", "number", "extra", "system", "dupkey", "broken",
+                                                  "empty", "id"]))
+        if kind == "odd":
+            turns.pop()
+        elif kind == "role":
+            turns[0][role] = bot
+        elif kind == "number":
+            turns[-1][text] = 7
+        elif kind == "extra":
+            turns[0]["name"] = "x"
+        elif kind == "system":
+            turns.insert(0, {role: "system", text: draw(TEXT)})
+        elif kind == "empty":
+            turns = []
+        row = {key: turns, **({"id": 3} if kind == "id" else {})}
+        raw = json.dumps(row, ensure_ascii=draw(st.booleans()))
+        if kind == "dupkey":
+            raw = raw[:-1] + f', "{key}": []}}'
+        elif kind == "broken":
+            raw = raw[: draw(st.integers(0, len(raw) - 1))]
+        lines.append(raw)
+    return ("\n".join(lines) + "\n").encode("utf-8", "surrogatepass")
+
+
+@SETTINGS
+@given(body=conversations_file())
+def test_typed_conversations_find_what_the_exact_path_finds(tmp_path_factory, body):
+    """sharegpt / messages rows msgspec decodes are judged as the exact path (the general loop over a
+    UTF-16 copy, which decodes every row with orjson) judges them."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return
+    d = tmp_path_factory.mktemp("chats")
+    src, u16 = d / "c.jsonl", d / "c16.jsonl"
+    src.write_bytes(body)
+    u16.write_bytes(text.encode("utf-16"))
+    got, want = lint_file(src), lint_file(u16)
+    skip = {"encoding", "bom"}
+    assert got.format == want.format
+    assert [(f.rule, f.line, f.message) for f in got.findings if f.rule not in skip] == [
+        (f.rule, f.line, f.message) for f in want.findings if f.rule not in skip]
+    assert (got.rows, got.trainable_rows) == (want.rows, want.trainable_rows)
+    assert got.stats.to_json() == want.stats.to_json()
+
+
 def test_a_large_clean_file_takes_the_typed_path(tmp_path, monkeypatch):
     calls = {"columns": 0, "exact": 0}
     columns, exact = jsonl_scan.JsonlScan._alpaca_rows, jsonl_scan.JsonlScan._exact_line
