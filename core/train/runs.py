@@ -31,7 +31,7 @@ from pydantic import BaseModel, Field
 
 from core.files.atomic import write_atomic
 from core.i18n import _
-from core.processes.groups import signal_group
+from core.processes.groups import signal_group, signal_leaves
 from core.workspace.layout import Workspace
 
 
@@ -333,7 +333,7 @@ def stop_run(ws: Workspace, run_id: str, *, graceful_timeout: float = 120.0, ter
         record = refresh(directory)
     if record.trainer is not None and record.trainer.alive():
         say(_("asking the trainer to stop after this step and save the adapter (SIGABRT)"))
-        _signal_workers(record.trainer.pid, GRACEFUL_SIGNAL)
+        signal_leaves(record.trainer.pid, GRACEFUL_SIGNAL)
         if _wait_for(lambda: not refresh(directory).active, graceful_timeout):
             return refresh(directory)
         say(_("no graceful stop after {s:.0f} s; sending SIGTERM to its process group", s=graceful_timeout))
@@ -346,33 +346,6 @@ def stop_run(ws: Workspace, run_id: str, *, graceful_timeout: float = 120.0, ter
         signal_group(record.pgid, signal.SIGKILL)
         _wait_for(lambda: not refresh(directory).active, 10)
     return refresh(directory)
-
-
-def _signal_workers(pid: int, sig: int) -> None:
-    """Signal the processes that run the training loop: the leaves of the trainer's process tree
-    (torchrun workers under DeepSpeed; the llamafactory-cli process itself on one device)."""
-    import psutil
-
-    try:
-        root = psutil.Process(pid)
-        tree = [root] + root.children(recursive=True)
-    except psutil.NoSuchProcess:
-        return
-    leaves = [p for p in tree if not _has_children(p)] or [root]
-    for proc in leaves:
-        try:
-            proc.send_signal(sig)
-        except psutil.NoSuchProcess:
-            pass
-
-
-def _has_children(proc) -> bool:
-    import psutil
-
-    try:
-        return bool(proc.children())
-    except psutil.NoSuchProcess:
-        return False
 
 
 def _wait_for(predicate, timeout: float, interval: float = 0.25) -> bool:
