@@ -12,7 +12,7 @@ DEMO_DIR  ?= demo
 PYTEST_ARGS ?=
 TEST_JOBS ?= 2
 
-.PHONY: demo test check envs setup serve-env bench clean help
+.PHONY: demo test check envs setup serve-env slurm bench clean help
 
 help:
 	@echo "make demo    set up, seed ./$(DEMO_DIR) and open the wizard on it"
@@ -38,8 +38,19 @@ demo: envs
 	@$(DEVTUNE) demo $(DEMO_DIR)
 	@$(DEVTUNE) -w $(DEMO_DIR)
 
-test: envs
+test: envs slurm
 	$(PYTEST) -n $(TEST_JOBS) --dist loadscope $(PYTEST_ARGS)
+
+# Debian's Slurm and munge, for the tests that start a real two-node cluster on this machine
+# (tests/slurm_cluster.py). Installed only as root with apt-get; elsewhere those tests say why they skip.
+SLURM_PKGS := slurmd slurmctld slurm-client munge
+slurm:
+	@if command -v slurmctld >/dev/null && command -v munged >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing $(SLURM_PKGS) for the Slurm tests"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SLURM_PKGS) >/dev/null) \
+			|| echo "could not install Slurm: the Slurm tests will be skipped"; \
+	else echo "Slurm is not installed and this is not root with apt-get: the Slurm tests will be skipped"; fi
 
 # no e2e and no serving-environment tests: core, tui and snapshots
 check: envs
