@@ -48,17 +48,22 @@ def exit_soon(code: int = 0, grace: float = GRACE_SECONDS) -> None:
     def reaper() -> None:
         threading.Event().wait(grace)
         end_helpers()
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
-        os._exit(code)
+        exit_now(code)
 
     threading.Thread(target=reaper, name="devtune-exit", daemon=True).start()
 
 
 _PARENT_AT_START = os.getppid()
+
+
+def exit_now(code: int) -> None:
+    """Flush what is printed and end the process at once, whatever threads are still running."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 def terminal_gone(fd: int | None = None) -> bool:

@@ -35,10 +35,7 @@ def finish(code: int) -> int:
 
     end_helpers()
     if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
-        os._exit(code)
+        from tui.terminal import exit_now
+
+        exit_now(code)
     return code
