@@ -28,7 +28,7 @@ from xxhash import xxh3_64_intdigest
 BUCKETS = 64
 SHIFT = 64 - 6  # a hash's top 6 bits name its bucket
 SPILL_ROWS = 1 << 20  # rows (24 MiB) kept in memory before they go to disk
-SLICE = 1 << 12  # prompt hashes looked up at a time when looking for repeats
+SLICE = 1 << 8  # prompt hashes looked up at a time (small: a repeat inside a slice costs a Counter)
 
 
 def text_hash(text: str, seed: int = 0) -> int:
