@@ -19,6 +19,7 @@ from core.config.rules_data import rule_batch, rule_data
 from core.config.spec import TrainSpec, value
 from core.config.templates import default_template
 from core.config.yaml_out import deepspeed_path
+from core.config.resume_point import zero_step_reason
 from core.i18n import _
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -187,6 +188,11 @@ def rule_output(spec: TrainSpec, ctx: RuleContext) -> list[ConfigFinding]:
             out.append(ConfigFinding("warning", "output.overwrite", _("overwrite_output_dir: the earlier run in {path} "
                                                                 "starts over and its log is cleared", path=rel),
                                "overwrite_output_dir"))
+        elif checkpoints and not spec.resume_from_checkpoint and zero_step_reason(spec, folder):
+            out.append(ConfigFinding("error", "output.nothing_left", _("{path} holds a finished run: {reason}", path=rel,
+                                                                  reason=zero_step_reason(spec, folder)),
+                                     "output_dir", _("choose a new output_dir under saves/, or set "
+                                                     "overwrite_output_dir: true to train again from the start")))
         elif checkpoints and not spec.resume_from_checkpoint:
             out.append(ConfigFinding("info", "output.resume", _("{path} has {ckpt}: training resumes from it", path=rel,
                                                          ckpt=checkpoints[-1].name), "output_dir"))

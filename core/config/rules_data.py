@@ -12,7 +12,7 @@ from core.config.rule_context import (
     train_rows,
 )
 from core.config.spec import TrainSpec, effective_batch, value
-from core.i18n import _
+from core.i18n import _, _n
 
 
 def rule_data(spec: TrainSpec, ctx: RuleContext) -> list[ConfigFinding]:
@@ -50,12 +50,12 @@ def rule_data(spec: TrainSpec, ctx: RuleContext) -> list[ConfigFinding]:
                                _("check it again in the Data step, or: `devtune data register {file} --name {name}`",
                                  file=summary.file, name=name)))
         if summary.lint_errors:
-            out.append(ConfigFinding("error", "data.lint", _("dataset {name} has {n} lint errors", name=name,
-                                                       n=summary.lint_errors), "dataset",
+            out.append(ConfigFinding("error", "data.lint", _n("dataset {name} has {n} lint error", "dataset {name} has {n} lint errors",
+                                                        summary.lint_errors, name=name), "dataset",
                                _("fix them in the Data step")))
         elif summary.lint_warnings:
-            out.append(ConfigFinding("info", "data.lint_warnings", _("dataset {name}: {n} lint warnings", name=name,
-                                                               n=summary.lint_warnings), "dataset"))
+            out.append(ConfigFinding("info", "data.lint_warnings", _n("dataset {name}: {n} lint warning", "dataset {name}: {n} lint warnings",
+                                                                summary.lint_warnings, name=name), "dataset"))
         out += _cutoff(spec, name, summary)
     return out
 
@@ -89,6 +89,13 @@ def _cutoff(spec: TrainSpec, name: str, summary) -> list[ConfigFinding]:
     return []
 
 
+def _steps_text(rows: int, per_epoch: int, total: int) -> str:
+    """"; 29 training rows: 8 steps per epoch, 640 steps in all", each count with its own plural."""
+    return (_n("; {n} training row", "; {n} training rows", rows)
+            + _n(": {n} step per epoch", ": {n} steps per epoch", per_epoch)
+            + _n(", {n} step in all", ", {n} steps in all", total))
+
+
 def _round_up(n: int) -> int:
     return max(64, -(-int(n) // 64) * 64)
 
@@ -98,8 +105,9 @@ def rule_batch(spec: TrainSpec, ctx: RuleContext) -> list[ConfigFinding]:
     accum = int(value(spec, "gradient_accumulation_steps"))
     gpus = spec.launch.world_size
     eff = effective_batch(spec)
-    text = _("effective batch {eff} = {batch} per device × {accum} accumulation × {gpus} processes",
-             eff=eff, batch=batch, accum=accum, gpus=gpus)
+    text = _n("effective batch {eff} = {batch} per device × {accum} accumulation × {n} process",
+              "effective batch {eff} = {batch} per device × {accum} accumulation × {n} processes",
+              gpus, eff=eff, batch=batch, accum=accum)
     rows = sum(s.rows for n in spec.dataset if (s := ctx.summaries.get(n)) is not None)
     if not rows:
         return [ConfigFinding("info", "batch.effective", text, "per_device_train_batch_size")]
@@ -108,9 +116,7 @@ def rule_batch(spec: TrainSpec, ctx: RuleContext) -> list[ConfigFinding]:
     max_steps = int(value(spec, "max_steps") or -1)
     epochs = float(value(spec, "num_train_epochs"))
     total = max_steps if max_steps > 0 else math.ceil(per_epoch * epochs)
-    out.append(ConfigFinding("info", "batch.effective", text + _("; {rows} training rows: {per_epoch} steps per epoch, "
-                                                           "{total} steps in all", rows=train_rows(spec, rows),
-                                                           per_epoch=per_epoch, total=total),
+    out.append(ConfigFinding("info", "batch.effective", text + _steps_text(train_rows(spec, rows), per_epoch, total),
                        "per_device_train_batch_size"))
     if eff > train_rows(spec, rows) > 0:
         out.append(ConfigFinding("warning", "batch.too_large", _("the effective batch {eff} is larger than the {rows} "

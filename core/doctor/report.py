@@ -18,7 +18,9 @@ from core.doctor.model import (
 from core.files.atomic import FileExistsRefused, write_new
 from core.i18n import _
 
-TEXT_MARKS = {OK: "[ ok ]", WARN: "[warn]", FAIL: "[FAIL]", SKIP: "[skip]"}
+def text_mark(status: str) -> str:
+    """A check's status mark in the text report, in the reader's language."""
+    return {OK: _("[ ok ]"), WARN: _("[warn]"), FAIL: _("[FAIL]"), SKIP: _("[skip]")}[status]
 MD_MARKS = {OK: "✅", WARN: "⚠️", FAIL: "❌", SKIP: "➖"}
 EVIDENCE_LINES = 80  # lines of each tool's output kept in the Markdown appendix
 
@@ -41,7 +43,7 @@ def render_text(report: DoctorReport, *, show_skipped: bool = True) -> str:
             continue
         lines.append(category_title(category))
         for check in shown:
-            lines.append(f"  {TEXT_MARKS[check.status]} {check.title}")
+            lines.append(f"  {text_mark(check.status)} {check.title}")
             lines.append(f"         {check.evidence}")
             if check.fix and check.status != SKIP:
                 fix_lines = check.fix.splitlines()

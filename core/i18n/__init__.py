@@ -42,6 +42,10 @@ def catalog(lang: str) -> dict[str, str]:
 
 
 def _(message: str, /, **values: object) -> str:
+    return _translate(message, values)
+
+
+def _translate(message: str, values: dict) -> str:
     lang = current_language()
     text = message
     if lang != "en":
@@ -52,6 +56,12 @@ def _(message: str, /, **values: object) -> str:
         except (KeyError, IndexError, ValueError):
             return message.format(**values)
     return text
+
+
+def _n(one: str, many: str, n: int, /, **values: object) -> str:
+    """A message about a count: the key `one` when n is 1, else `many` ("1 error", "2 errors"); each is
+    a catalog key of its own (Chinese writes both the same). `n` is passed to the text as {n}."""
+    return _translate(one if n == 1 else many, {"n": n, **values})
 
 
 def set_language(lang: str) -> None:

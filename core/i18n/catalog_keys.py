@@ -1,4 +1,5 @@
-"""Keep the message catalogs complete: every literal `_("...")` in the source must be in both.
+"""Keep the message catalogs complete: every literal `_("...")` (and both of `_n("one", "many", n)`) in the
+source must be in both.
 
     python -m core.i18n.catalog_keys            # report keys missing from en.json / zh.json (exit 1 if any)
     python -m core.i18n.catalog_keys --update   # add missing keys to en.json (identity) and list what zh lacks;
@@ -29,10 +30,12 @@ def extract_keys(root: Path = ROOT) -> dict[str, str]:
         for path in sorted((root / folder).rglob("*.py")):
             tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
             for node in ast.walk(tree):
-                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "_"
-                        and node.args and isinstance(node.args[0], ast.Constant)
-                        and isinstance(node.args[0].value, str)):
-                    found.setdefault(node.args[0].value, f"{path.relative_to(root)}:{node.lineno}")
+                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+                    continue
+                literals = {"_": 1, "_n": 2}.get(node.func.id, 0)  # _(key, ...), _n(one, many, n, ...)
+                for arg in node.args[:literals]:
+                    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                        found.setdefault(arg.value, f"{path.relative_to(root)}:{node.lineno}")
     return found
 
 

@@ -26,7 +26,7 @@ from typing import Callable
 from pydantic import BaseModel, Field
 
 from core.files.atomic import write_atomic
-from core.i18n import _
+from core.i18n import _, _n
 from core.merge.chat_template import (
     TemplateRenderError,
     first_difference,
@@ -143,7 +143,7 @@ def check_files(export_dir: Path) -> list[ExportFinding]:
         size = sum(f.stat().st_size for f in files)
         legacy = any(f.suffix == ".bin" for f in files)
         out.append(ExportFinding(level=WARN if legacy else OK, what=_("weights"),
-                           detail=_("{n} file(s), {mb:.1f} MB", n=len(files), mb=size / 1e6)
+                           detail=_n("{n} file, {mb:.1f} MB", "{n} files, {mb:.1f} MB", len(files), mb=size / 1e6)
                            + (_("; legacy .bin format") if legacy else ""),
                            fix=_("export with export_legacy_format: false") if legacy else ""))
     tokenizer = [n for n in ("tokenizer.json", "tokenizer.model", "vocab.json", "tiktoken.model")

@@ -21,7 +21,7 @@ from typing import Callable
 
 from pydantic import BaseModel, Field
 
-from core.i18n import _
+from core.i18n import _, _n
 from core.serve.similarity import similarity
 from core.workspace.layout import Workspace
 
@@ -232,8 +232,9 @@ def summarize(report: VerifyReport) -> VerifyReport:
     errors = sum(1 for r in report.results if r.error)
     report.verdict = bool(train) and report.score >= VERDICT_SCORE and errors == 0
     if errors:
-        report.summary = _("{n} of {total} questions failed to get an answer; see their errors",
-                           n=errors, total=len(report.results))
+        report.summary = _n("{n} of {total} questions failed to get an answer; see its error",
+                            "{n} of {total} questions failed to get an answer; see their errors",
+                            errors, total=len(report.results))
     elif report.verdict:
         report.summary = _("yes: the model answers what it was taught (mean chrF {score:.2f} >= {need:.2f}; "
                            "{passed}/{total} answers at >= {pass_score:.2f})", score=report.score, need=VERDICT_SCORE,

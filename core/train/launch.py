@@ -21,7 +21,7 @@ from pathlib import Path
 
 from core.i18n import _
 from core.setup.torch_build import detect_hardware
-from core.train.runs import RunRecord, list_runs, nothing_left_to_train, start_run
+from core.train.runs import RunRecord, list_runs, start_run
 from core.workspace.layout import Workspace
 
 
@@ -74,16 +74,13 @@ def launch_training(ws: Workspace, config_path: str | None = None) -> RunRecord:
     if busy:
         raise LaunchError(_("run {id} is already writing to {dir}; stop it or choose another output_dir",
                             id=busy[0].id, dir=output_dir))
-    from core.config.spec import value
+    from core.config.resume_point import zero_step_reason
 
-    if not value(spec, "overwrite_output_dir"):  # LLaMA-Factory then resumes from output_dir's last checkpoint
-        max_steps = value(spec, "max_steps")
-        done = nothing_left_to_train(ws.abs(output_dir), max_steps=max_steps if isinstance(max_steps, int) else None,
-                                     epochs=value(spec, "num_train_epochs"))
-        if done:
-            raise LaunchError(_("not started: {output_dir} holds a finished run and LLaMA-Factory would resume "
-                                "it ({reason}). Set another output_dir in {path}, or overwrite_output_dir: true to "
-                                "train again from the start", output_dir=output_dir, reason=done, path=rel))
+    done = zero_step_reason(spec, ws.abs(output_dir))  # LLaMA-Factory would resume from the last checkpoint
+    if done:
+        raise LaunchError(_("not started: {output_dir} holds a finished run and LLaMA-Factory would resume "
+                            "it ({reason}). Set another output_dir in {path}, or overwrite_output_dir: true to "
+                            "train again from the start", output_dir=output_dir, reason=done, path=rel))
     argv = launch_argv(spec, rel)
     argv[0] = str(venv_bin() / argv[0]) if (venv_bin() / argv[0]).exists() else argv[0]
     env = training_env(ws, launch_env(spec), output_dir)

@@ -29,6 +29,7 @@ from typing import Iterator
 
 from pydantic import BaseModel, Field
 
+from core.config.resume_point import last_checkpoint_of as last_checkpoint  # noqa: F401 (the one definition)
 from core.files.atomic import write_atomic
 from core.i18n import _
 from core.processes.groups import signal_group, signal_leaves
@@ -357,54 +358,6 @@ def _wait_for(predicate, timeout: float, interval: float = 0.25) -> bool:
     return predicate()
 
 
-def last_checkpoint(output_dir: Path) -> Path | None:
-    """The highest `checkpoint-N` folder, as LLaMA-Factory / HF Trainer resume from."""
-    best, best_n = None, -1
-    if not output_dir.is_dir():
-        return None
-    for child in output_dir.iterdir():
-        if child.is_dir() and child.name.startswith("checkpoint-"):
-            try:
-                n = int(child.name.split("-", 1)[1])
-            except ValueError:
-                continue
-            if n > best_n:
-                best, best_n = child, n
-    return best
-
-
-def checkpoint_steps(checkpoint: Path) -> tuple[int, int, float | None] | None:
-    """(global_step, max_steps, num_train_epochs) from a checkpoint's trainer_state.json."""
-    import json
-
-    try:
-        state = json.loads((checkpoint / "trainer_state.json").read_text(encoding="utf-8"))
-        return int(state["global_step"]), int(state["max_steps"]), state.get("num_train_epochs")
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def nothing_left_to_train(output_dir: Path, *, max_steps: int | None = None,
-                          epochs: float | None = None) -> str | None:
-    """Why a run resuming from output_dir's last checkpoint would train zero steps (None: it would train).
-    `max_steps` / `epochs`: what the config asks for now (None: what the checkpoint's run planned)."""
-    import math
-
-    checkpoint = last_checkpoint(output_dir)
-    steps = checkpoint_steps(checkpoint) if checkpoint is not None else None
-    if steps is None:
-        return None
-    done, planned, planned_epochs = steps
-    if max_steps is not None and max_steps > 0:
-        planned = max_steps
-    elif epochs and planned_epochs:
-        planned = math.ceil(planned * float(epochs) / float(planned_epochs))
-    if done < planned:
-        return None
-    return _("{checkpoint} has already trained {done} of the {planned} steps this config asks for: resuming "
-             "from it would train zero steps", checkpoint=checkpoint.name, done=done, planned=planned)
-
-
 def resume_run(ws: Workspace, run_id: str) -> RunRecord:
     """Start a new run that continues `run_id` from its last checkpoint (same config and output_dir)."""
     old = refresh(run_dir(ws, run_id))
@@ -416,6 +369,8 @@ def resume_run(ws: Workspace, run_id: str) -> RunRecord:
     if checkpoint is None:
         raise RunError(_("no checkpoint-* in {dir} to resume from; lower save_steps or start a new run",
                          dir=old.output_dir))
+    from core.config.resume_point import nothing_left_to_train
+
     done = nothing_left_to_train(ws.abs(old.output_dir))
     if done:
         raise RunError(_("run {id} has nothing left to train: {reason}. Merge it (`devtune merge {id}`), or train "

@@ -87,8 +87,8 @@ def test_qlora_with_zero3_caveats(demo_ws):
 def test_effective_batch_and_steps(demo_ws):
     spec = preset_spec("cpu-demo")  # 4 rows, batch 4, 80 epochs
     finding = next(f for f in preview(demo_ws, spec).findings if f.code == "batch.effective")
-    assert "effective batch 4 = 4 per device × 1 accumulation × 1 processes" in finding.message
-    assert "1 steps per epoch, 80 steps in all" in finding.message
+    assert "effective batch 4 = 4 per device × 1 accumulation × 1 process; 4 training rows: 1 step per epoch, 80 steps in all" in finding.message
+    assert "1 steps" not in finding.message
     big = spec.model_copy(update={"gradient_accumulation_steps": 4})
     assert codes(demo_ws, big)["batch.too_large"] == "warning"
     z3 = preset_spec("zero3-multi-gpu")

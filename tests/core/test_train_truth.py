@@ -129,7 +129,7 @@ def test_a_run_that_would_train_zero_steps_is_refused(workspace, capsys):
 
 
 def test_resume_of_a_finished_run_is_refused():
-    from core.train.runs import nothing_left_to_train
+    from core.config.resume_point import nothing_left_to_train
 
     import tempfile
 

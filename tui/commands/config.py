@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from core.i18n import _
+from core.i18n import _, _n
 from tui.commands.output import emit_json, err, workspace
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
@@ -327,7 +327,7 @@ def run_check(args) -> int:
     else:
         _print_findings(findings)
         errors = len(checked.errors)
-        print(_("{n} errors", n=errors) if errors else _("no errors"))
+        print(_n("{n} error", "{n} errors", errors) if errors else _("no errors"))
     return EXIT_PROBLEMS if checked.errors else EXIT_OK
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from core.i18n import _
+from core.i18n import _, _n
 from tui.commands.output import emit_json, err
 
 
@@ -106,7 +106,7 @@ def run_diagnose(args) -> int:
         emit_json({"diagnoses": [d.to_dict() for d in found]})
         return 1 if found else 0
     if not found:
-        print(_("No known failure found in {n} file(s).", n=len(paths)))
+        print(_n("No known failure found in {n} file.", "No known failure found in {n} files.", len(paths)))
         return 0
     out = sys.stdout
     for n, d in enumerate(found, 1):
