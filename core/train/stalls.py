@@ -1,0 +1,173 @@
+"""Stalls, caught while they happen: a live run that logs no new step for several times its recent step time,
+or whose GPUs sit idle with their memory held, and what each training process is doing right now.
+
+    stall = check_stall(output_dir / "trainer_log.jsonl", trainer_pid, gpu_samples)
+    if stall: stall.reason, stall.stacks   # {pid: the Python stack of that process, from py-spy dump}
+
+The stacks come from `py-spy dump`, which reads a running Python process from outside and needs no change to
+the trainer: a hung collective shows as a rank waiting in all_reduce, a stuck data loader as a rank waiting on
+its queue. Reading another process needs ptrace rights (root, or kernel.yama.ptrace_scope=0); without them
+the stack says so and gives the command to run with sudo.
+
+The check reads the last few kB of trainer_log.jsonl and its modification time, and calls py-spy only once a
+stall is found (once per stall), so watching costs nothing measurable while a run is healthy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from core.i18n import _
+from core.processes.helpers import run_helper
+
+STALL_FACTOR = 5.0  # no new step for this many times the recent step interval ...
+MIN_STALL_SECONDS = 120.0  # ... and at least this long (saving a checkpoint or an eval pause is not a stall)
+IDLE_UTIL = 5.0  # % GPU use under which a GPU is idle
+IDLE_SECONDS = 120.0  # idle this long, with memory held, while the run lives
+HELD_FRACTION = 0.1  # memory held: at least this share of the card's VRAM
+TAIL_BYTES = 16384
+
+
+@dataclass
+class Stall:
+    kind: str  # "no-step" | "gpus-idle"
+    seconds: float  # how long it has been so
+    reason: str
+    step: int | None = None
+    stacks: dict[int, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "seconds": round(self.seconds, 1), "reason": self.reason, "step": self.step,
+                "stacks": {str(pid): text for pid, text in self.stacks.items()}}
+
+
+def _hms(text: str) -> float | None:
+    try:
+        parts = [float(p) for p in str(text).split(":")]
+    except ValueError:
+        return None
+    total = 0.0
+    for part in parts:
+        total = total * 60 + part
+    return total
+
+
+def _last_rows(path: Path) -> list[dict]:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, path.stat().st_size - TAIL_BYTES))
+            lines = fh.read().splitlines()[1:] if path.stat().st_size > TAIL_BYTES else fh.read().splitlines()
+    except OSError:
+        return []
+    rows = []
+    for raw in lines:
+        try:
+            row = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(row, dict) and "current_steps" in row and "loss" in row:  # training steps, not eval lines
+            rows.append(row)
+    return rows
+
+
+def step_interval(rows: list[dict]) -> float | None:
+    """Seconds between logged steps lately: the median over the last rows (LLaMA-Factory's elapsed_time)."""
+    times = [(r["current_steps"], _hms(r.get("elapsed_time", ""))) for r in rows[-12:]]
+    times = [(s, t) for s, t in times if t is not None]
+    gaps = [t2 - t1 for (s1, t1), (s2, t2) in zip(times, times[1:]) if s2 > s1]
+    return statistics.median(gaps) if gaps else None
+
+
+def no_step_stall(trainer_log: Path, now: float | None = None) -> Stall | None:
+    rows = _last_rows(trainer_log)
+    if len(rows) < 2:
+        return None  # still loading, or too early to know its pace
+    interval = step_interval(rows) or 0.0
+    try:
+        since = (now or time.time()) - trainer_log.stat().st_mtime
+    except OSError:
+        return None
+    limit = max(STALL_FACTOR * interval, MIN_STALL_SECONDS)
+    if since < limit:
+        return None
+    step = rows[-1]["current_steps"]
+    return Stall("no-step", since, _("no new step for {s:.0f} s after step {step} (the steps before took {i:.1f} s "
+                                     "between logs)", s=since, step=step, i=interval), step)
+
+
+def gpus_idle_stall(samples_by_tick: list[list], now: float | None = None) -> Stall | None:
+    """`samples_by_tick`: GpuSample lists, oldest first (core.train.gpu.history.group_ticks); a stall when the
+    latest ticks, for IDLE_SECONDS or more, show every GPU idle with memory held."""
+    if not samples_by_tick:
+        return None
+    now = now or time.time()
+    idle_since = None
+    for tick in reversed(samples_by_tick):
+        busy = [s for s in tick if (s.util_pct or 0) > IDLE_UTIL or not s.vram_total
+                or (s.vram_used or 0) < HELD_FRACTION * s.vram_total]
+        if busy or not tick:
+            break
+        idle_since = min(s.ts for s in tick)
+    if idle_since is None or now - idle_since < IDLE_SECONDS:
+        return None
+    return Stall("gpus-idle", now - idle_since, _("the GPUs have been idle for {s:.0f} s with their memory held",
+                                                 s=now - idle_since))
+
+
+def py_spy() -> str | None:
+    here = Path(sys.executable).parent / "py-spy"
+    return str(here) if here.exists() else shutil.which("py-spy")
+
+
+def dump_stack(pid: int, timeout: float = 20.0) -> str:
+    """The Python stack of every thread of `pid` (py-spy dump), or why it could not be read."""
+    tool = py_spy()
+    if tool is None:
+        return _("py-spy is not installed (pip install py-spy) so the stack cannot be read")
+    try:
+        proc = run_helper([tool, "dump", "--pid", str(pid)], timeout=timeout)
+    except Exception as exc:  # a timeout, a vanished process
+        return _("py-spy could not read process {pid}: {error}", pid=pid, error=exc)
+    if proc.returncode == 0:
+        return proc.stdout.strip()
+    text = (proc.stderr or proc.stdout).strip()
+    if "ermission" in text or "ptrace" in text:
+        return _("reading process {pid} needs ptrace rights: sudo {tool} dump --pid {pid}", pid=pid, tool=tool)
+    return _("py-spy could not read process {pid}: {error}", pid=pid, error=text[-300:])
+
+
+def training_processes(pid: int) -> list[int]:
+    """The processes that run the training loop: the Python leaves of the trainer's tree (each rank)."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        tree = [root] + root.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+    leaves = []
+    for p in tree:
+        try:
+            if not p.children() and "python" in os.path.basename(p.exe() or p.name()).lower():
+                leaves.append(p.pid)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return leaves or [pid]
+
+
+def check_stall(trainer_log: Path, trainer_pid: int | None, samples_by_tick: list[list] | None = None, *,
+                now: float | None = None, with_stacks: bool = True) -> Stall | None:
+    """A stall of a live run, with each training process's stack; None while it makes progress."""
+    if trainer_pid is None:
+        return None
+    stall = no_step_stall(trainer_log, now) or gpus_idle_stall(samples_by_tick or [], now)
+    if stall is not None and with_stacks:
+        stall.stacks = {pid: dump_stack(pid) for pid in training_processes(trainer_pid)}
+    return stall

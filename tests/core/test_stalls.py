@@ -1,0 +1,107 @@
+"""core.train.stalls: a real process made to hang is caught with its Python stack; healthy and loading runs
+are left alone; idle GPUs with memory held (recorded sample shapes) are a stall."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from core.train.gpu.sample import GpuSample
+from core.train.stalls import (MIN_STALL_SECONDS, check_stall, dump_stack, gpus_idle_stall, no_step_stall, py_spy,
+                               step_interval)
+
+# A tiny trainer that logs three steps as LLaMA-Factory does, then hangs in a "collective" that never returns.
+HANGING_TRAINER = r"""
+import json, sys, threading, time
+log = sys.argv[1]
+def all_reduce_that_never_returns():
+    threading.Event().wait()
+with open(log, "a") as fh:
+    for step in (1, 2, 3):
+        fh.write(json.dumps({"current_steps": step, "total_steps": 100, "loss": 2.0 / step,
+                             "elapsed_time": "0:00:0%d" % step}) + "\n")
+        fh.flush()
+print("ready", flush=True)
+all_reduce_that_never_returns()
+"""
+
+
+def write_log(path: Path, steps: int, every: int) -> None:
+    rows = [{"current_steps": s, "total_steps": 100, "loss": 1.0, "elapsed_time": f"0:{s * every // 60:02d}:"
+             f"{s * every % 60:02d}"} for s in range(1, steps + 1)]
+    rows.insert(1, {"current_steps": 1, "eval_loss": 2.0})  # eval lines do not count as steps
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_the_step_interval_is_read_from_elapsed_time(tmp_path):
+    write_log(tmp_path / "trainer_log.jsonl", 10, 4)
+    rows = [json.loads(line) for line in (tmp_path / "trainer_log.jsonl").read_text().splitlines()]
+    assert step_interval([r for r in rows if "loss" in r]) == 4
+
+
+def test_a_healthy_run_and_a_loading_run_are_not_stalled(tmp_path):
+    log = tmp_path / "trainer_log.jsonl"
+    write_log(log, 10, 4)
+    assert no_step_stall(log, now=time.time() + 30) is None  # 30 s since the last step: saving, say
+    (tmp_path / "one.jsonl").write_text(json.dumps({"current_steps": 1, "loss": 1.0, "elapsed_time": "0:00:01"}))
+    assert no_step_stall(tmp_path / "one.jsonl", now=time.time() + 10_000) is None  # too early to know its pace
+    assert no_step_stall(tmp_path / "missing.jsonl") is None
+
+
+def test_no_new_step_for_long_is_a_stall(tmp_path):
+    log = tmp_path / "trainer_log.jsonl"
+    write_log(log, 10, 60)  # a step a minute: five minutes is not yet a stall, six is
+    assert no_step_stall(log, now=log.stat().st_mtime + 290) is None
+    stall = no_step_stall(log, now=log.stat().st_mtime + MIN_STALL_SECONDS + 250)
+    assert stall.kind == "no-step" and stall.step == 10 and "step 10" in stall.reason
+
+
+def _sample(ts: float, util: float, used_gib: float, index: int = 0) -> GpuSample:
+    return GpuSample(ts=ts, backend="replay", index=index, name="AMD Instinct MI300X", util_pct=util,
+                     vram_used=int(used_gib * 2**30), vram_total=192 * 2**30)
+
+
+def test_idle_gpus_with_memory_held_are_a_stall():
+    now = 10_000.0
+    busy = [[_sample(now - 400 + t, 97, 150, i) for i in range(2)] for t in range(0, 100, 10)]
+    idle = [[_sample(now - 200 + t, 0, 150, i) for i in range(2)] for t in range(0, 200, 10)]
+    stall = gpus_idle_stall(busy + idle, now=now)
+    assert stall.kind == "gpus-idle" and stall.seconds == pytest.approx(200)
+    released = [[_sample(now - 200 + t, 0, 2, i) for i in range(2)] for t in range(0, 200, 10)]
+    assert gpus_idle_stall(busy + released, now=now) is None  # idle and empty: finished or between runs
+    assert gpus_idle_stall(busy, now=now - 300) is None
+
+
+@pytest.mark.skipif(py_spy() is None, reason="py-spy is not installed")
+def test_a_real_hung_trainer_is_caught_with_its_stack(tmp_path):
+    log = tmp_path / "trainer_log.jsonl"
+    proc = subprocess.Popen([sys.executable, "-c", HANGING_TRAINER, str(log)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        assert check_stall(log, proc.pid) is None  # it just logged a step
+        stall = check_stall(log, proc.pid, now=time.time() + MIN_STALL_SECONDS + 1)
+        assert stall is not None and stall.kind == "no-step" and stall.step == 3
+        stack = stall.stacks[proc.pid]
+        if "ptrace" not in stack:  # py-spy reads other processes only with ptrace rights (root here, and in CI)
+            assert "all_reduce_that_never_returns" in stack, stack
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_process_that_is_gone_says_so():
+    proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    text = dump_stack(int(proc.stdout))
+    assert str(int(proc.stdout)) in text or "py-spy is not installed" in text
+
+
+def test_no_trainer_no_stall(tmp_path):
+    write_log(tmp_path / "trainer_log.jsonl", 5, 1)
+    assert check_stall(tmp_path / "trainer_log.jsonl", None, now=time.time() + 10_000) is None
+    assert os.path.exists(tmp_path / "trainer_log.jsonl")
