@@ -133,9 +133,9 @@ class JsonlScan:
             rows, odd = [None] * len(lines), list(range(len(lines)))
         else:
             it = iter(lines)
-            while True:
+            while True:  # list.extend keeps what it appended before the line that raised; `it` goes on after
                 try:
-                    rows.extend(map(self.decode, it))  # stops at a line it rejects, keeping the rows before
+                    rows.extend(map(self.decode, it))
                     break
                 except msgspec.DecodeError:
                     odd.append(len(rows))
