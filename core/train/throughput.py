@@ -1,0 +1,137 @@
+"""How fast the GPUs really work: tokens per second and model FLOPs utilisation (MFU), and what would raise it.
+
+    rate = tokens_per_second(rows)                      # from LLaMA-Factory's own token counts when it logs them
+    rate = tokens_per_second(rows, tokens_per_step=4096)   # otherwise estimated from the batch and the data
+    mfu = model_flops_utilisation(rate.tokens_per_s, params=7.6e9, gpu="mi300x", devices=8, method="lora")
+
+Tokens per second are measured over a sliding window of the last logged steps (elapsed_time), never over a
+window a resume or a pause distorts; with fewer than two steps in the window the rate is not measurable.
+LLaMA-Factory logs `total_tokens` when `include_num_input_tokens_seen: true` (it counts every rank's tokens);
+without it the rate is the steps' pace times the tokens of a step (effective batch x the dataset's typical
+row length, from the Data step's token statistics) and is marked as an estimate.
+
+MFU = model FLOPs per token x tokens per second / (peak dense matrix FLOP/s of one device x devices). Model
+FLOPs per token: 6N for full fine-tuning (forward 2N, backward 4N), 4N when the base weights are frozen
+(LoRA, QLoRA, freeze: no weight gradients for them); attention's own FLOPs and gradient checkpointing's
+recomputation are not counted (MFU, not hardware FLOPs utilisation). Peaks are the vendors' datasheet
+figures for dense BF16/FP16 matrix math, without sparsity. On a CPU run MFU is not applicable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.i18n import _
+
+WINDOW_SECONDS = 5.0  # the sliding window: the last logged steps that span this much time ...
+MIN_SECONDS = 2.0  # ... or at least this (elapsed_time has a resolution of one second)
+MAX_WINDOW_STEPS = 200
+
+# Peak dense matrix TFLOP/s per device (BF16, or FP16 where the device has no BF16 matrix units), from the
+# vendors' datasheets, without structured sparsity. Keys are core.config.gpu_catalog ids.
+PEAK_TFLOPS = {
+    "mi355x": 2516.6, "mi350x": 2306.9, "mi325x": 1307.4, "mi300x": 1307.4, "mi300a": 980.6,
+    "mi250-gcd": 181.0,  # MI250: 362.1 per card of two GCDs (MI250X: 383.0)
+    "mi210": 181.0, "mi100": 92.3,
+    "h200": 989.4, "h100-80": 989.4,  # SXM; the PCIe H100 is 756
+    "a100-80": 312.0, "a100-40": 312.0, "l40s": 362.05, "v100-32": 125.0, "t4": 65.0,
+}
+FROZEN_BASE = ("lora", "qlora", "freeze")
+
+
+@dataclass(frozen=True)
+class TokenRate:
+    tokens_per_s: float | None
+    estimated: bool  # from the batch shape and the data's typical length, not LLaMA-Factory's count
+    window_steps: int = 0
+
+    @property
+    def measurable(self) -> bool:
+        return self.tokens_per_s is not None
+
+
+def _seconds(text) -> float | None:
+    try:
+        total = 0.0
+        for part in str(text).split(":"):
+            total = total * 60 + float(part)
+        return total
+    except ValueError:
+        return None
+
+
+def tokens_per_second(rows: list[dict], *, tokens_per_step: float | None = None) -> TokenRate:
+    """Over the last training rows of trainer_log.jsonl that span WINDOW_SECONDS (eval rows are skipped)."""
+    steps = [r for r in rows if "loss" in r and "current_steps" in r and _seconds(r.get("elapsed_time")) is not None]
+    for i in range(len(steps) - 1, 0, -1):  # only this process's own steps: a resume restarts the clock
+        if (_seconds(steps[i]["elapsed_time"]) < _seconds(steps[i - 1]["elapsed_time"])
+                or steps[i]["current_steps"] <= steps[i - 1]["current_steps"]):
+            steps = steps[i:]
+            break
+    steps = steps[-MAX_WINDOW_STEPS:]
+    if len(steps) < 2:
+        return TokenRate(None, tokens_per_step is not None)
+    last = steps[-1]
+    end = _seconds(last["elapsed_time"])
+    first = next((r for r in reversed(steps[:-1]) if end - _seconds(r["elapsed_time"]) >= WINDOW_SECONDS), steps[0])
+    recent = steps[steps.index(first):]
+    dt = end - _seconds(first["elapsed_time"])
+    if dt < MIN_SECONDS or last["current_steps"] <= first["current_steps"]:
+        return TokenRate(None, tokens_per_step is not None)
+    if "total_tokens" in first and "total_tokens" in last:
+        return TokenRate((last["total_tokens"] - first["total_tokens"]) / dt, False, len(recent))
+    if tokens_per_step:
+        return TokenRate((last["current_steps"] - first["current_steps"]) * tokens_per_step / dt, True, len(recent))
+    return TokenRate(None, False, len(recent))
+
+
+def flops_per_token(params: float, method: str) -> float:
+    return (4.0 if method in FROZEN_BASE else 6.0) * params
+
+
+def model_flops_utilisation(tokens_per_s: float | None, *, params: float | None, gpu: str | None, devices: int,
+                            method: str) -> float | None:
+    """A fraction (0.42 = 42 %); None when not applicable (CPU, an unknown GPU) or not measurable."""
+    peak = PEAK_TFLOPS.get(gpu or "")
+    if not tokens_per_s or not params or peak is None or devices < 1:
+        return None
+    return flops_per_token(params, method) * tokens_per_s / (peak * 1e12 * devices)
+
+
+@dataclass(frozen=True)
+class Speedup:
+    id: str
+    text: str
+
+
+def what_would_raise_it(spec_values: dict, *, memory_headroom: float | None, vendor: str | None,
+                        mfu: float | None) -> list[Speedup]:
+    """Changes that raise throughput, judged from the config (LLaMA-Factory keys) and the memory fit.
+
+    `memory_headroom`: the fraction of device memory the fit leaves free (None: unknown)."""
+    out: list[Speedup] = []
+    if vendor is None:
+        return out  # a CPU run: none of these apply
+    if not spec_values.get("packing") and not spec_values.get("neat_packing"):
+        out.append(Speedup("packing", _("packing: true puts several short rows in one sequence, so fewer tokens "
+                                        "are padding (neat_packing: true keeps them from attending to each other)")))
+    attn = spec_values.get("flash_attn") or "auto"
+    if attn in ("disabled", "eager"):
+        out.append(Speedup("attention", _("flash_attn: {attn} uses the slowest attention; sdpa is fast on {vendor} "
+                                          "GPUs", attn=attn, vendor=vendor.upper() if vendor == "amd" else "NVIDIA")))
+    if not spec_values.get("enable_liger_kernel"):
+        out.append(Speedup("liger", _("enable_liger_kernel: true fuses RMSNorm, RoPE, SwiGLU and the loss "
+                                      "(pip install liger-kernel; it supports ROCm)")))
+    if memory_headroom is not None and memory_headroom > 0.35:
+        out.append(Speedup("batch", _("the memory fit leaves {pct:.0%} of each device free: a larger "
+                                      "per_device_train_batch_size (and fewer gradient_accumulation_steps) keeps "
+                                      "the GPUs busier", pct=memory_headroom)))
+    if not spec_values.get("disable_gradient_checkpointing") and memory_headroom is not None \
+            and memory_headroom > 0.5:
+        out.append(Speedup("checkpointing", _("gradient checkpointing recomputes activations (about a third more "
+                                              "compute); with this much free memory, disable_gradient_checkpointing: "
+                                              "true is faster")))
+    if mfu is not None and mfu < 0.2 and not out:
+        out.append(Speedup("small", _("below 20 % MFU with nothing left to tune: the model or the batch may be too "
+                                      "small for these GPUs")))
+    return out
