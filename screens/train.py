@@ -141,24 +141,26 @@ class TrainScreen(StepScreen):
         self.query_one("#train-log", Log).clear()
         self.query_one(DiagnosisBox).hide()
         self.query_one("#train-progress", Static).update(_("reading the run's history…"))
-        from core.train.watch import RunWatcher
-
-        watcher = RunWatcher(self.ws, run_id)
-        first = [True]
+        ws = self.ws
+        watchers: list = []  # the run's core.train.watch.RunWatcher, made (it reads files) in the thread
 
         def fetch(job: Job) -> TrainScreen.Polled:
+            from core.train.watch import RunWatcher
+
+            first = not watchers
+            if first:
+                watchers.append(RunWatcher(ws, run_id))
+            watcher = watchers[0]
             update = watcher.poll()
             m = watcher.metrics
             series = {"loss": (m.loss.xs, m.loss.ys), "smoothed": (m.loss_smooth.xs, m.loss_smooth.ys),
                       "eval_loss": (m.eval_loss.xs, m.eval_loss.ys), "lr": (m.lr.xs, m.lr.ys),
                       "resumes": list(m.resumes)}
-            polled = TrainScreen.Polled(run_id, update, series, first[0])
-            if first[0]:
+            if first:
                 from core.train.gpu.history import read_history
 
                 update.gpu_samples = read_history(watcher.dir / "gpu.jsonl", max_ticks=120)
-                first[0] = False
-            return polled
+            return TrainScreen.Polled(run_id, update, series, first)
 
         self.poll(fetch, every=lambda p: POLL_SECONDS if p.update.record.active else 5 * POLL_SECONDS,
                   group="train-watch", description=_("Watching the run"), each=self._polled)

@@ -76,7 +76,7 @@ async def test_start_chat_compare_curl_stop(ws_with_model: Workspace):
         key = (ws.servers_dir / server_id / "api_key").read_text().strip()
         assert command.startswith("curl -sN") and "How long?" in command and key not in command
 
-        await pilot.press("f6")
+        await pilot.press("f8")  # stop: the same key as stopping a run
         await wait_until(pilot, lambda: read_server(ws, server_id).status == "stopped", timeout=60)
         assert not group_members(record.pgid)
 
@@ -96,9 +96,9 @@ async def test_reattach_and_verify_against_the_runs_data(ws_with_model: Workspac
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await opened(pilot, app)
         await wait_until(pilot, lambda: screen.query_one("#pg-server").value == record.id)
-        await pilot.press("f7")
+        await pilot.press("f6")  # check: verify
         table = screen.query_one("#pg-verify")
-        await wait_until(pilot, lambda: "score" in str(screen.query_one("#pg-verdict").render()), timeout=180)
+        await wait_until(pilot, lambda: str(screen.query_one("#pg-verdict").render()).startswith("score"), timeout=180)
         assert table.row_count == 2
         assert "no: the answers are far from the training data" in str(screen.query_one("#pg-verdict").render())
         await wait_until(pilot, lambda: "Playground !" in stepper_text(app))
