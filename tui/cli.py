@@ -54,6 +54,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, set[str]]:
     for module_name in COMMAND_MODULES:
         module = importlib.import_module(f"tui.commands.{module_name}")
         names |= set(module.register(sub, add_common))
+    parser.commands = sub.choices  # name -> its parser: a wrong flag is reported with that command's usage
     return parser, names
 
 
@@ -127,7 +128,10 @@ def main(argv: list[str] | None = None) -> int:
     _localize_argparse()
     parser, names = build_parser()
     argv, workspace_positional = _split_workspace_positional(argv, names)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said with the usage of the command it was given to, not the top level's
+        owner = parser.commands.get(args.command) if args.command else None
+        (owner or parser).error(_("unrecognized arguments: {args}", args=" ".join(unknown)))
     if workspace_positional is not None:
         if args.command:
             parser.error(_("unexpected argument {arg}", arg=repr(workspace_positional)))

@@ -367,7 +367,8 @@ def resume_run(ws: Workspace, run_id: str) -> RunRecord:
         raise RunError(_("run {id} has no output_dir to resume from", id=old.id))
     checkpoint = last_checkpoint(ws.abs(old.output_dir))
     if checkpoint is None:
-        raise RunError(_("no checkpoint-* in {dir} to resume from; lower save_steps or start a new run",
+        raise RunError(_("no checkpoint-* in {dir} to resume from; lower save_steps, or start a new run with "
+                         "`devtune train`",
                          dir=old.output_dir))
     from core.config.resume_point import nothing_left_to_train
 

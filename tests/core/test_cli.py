@@ -17,6 +17,23 @@ def test_usage_error_exits_2(devtune_cli):
     assert out.returncode == 2 and "--no-such-flag" in out.stderr
 
 
+def test_a_wrong_flag_is_reported_with_its_commands_usage():
+    """Issue 21: `devtune monitor --bogus` showed the top-level usage (COMMAND ...), not monitor's."""
+    import contextlib
+    import io
+
+    import pytest
+
+    from tui.cli import main
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as exit_:
+        main(["monitor", "--bogus"])
+    assert exit_.value.code == 2
+    assert "usage: devtune monitor" in err.getvalue() and "devtune monitor: error:" in err.getvalue()
+    assert "--bogus" in err.getvalue()
+
+
 def test_positional_workspace_is_not_a_command():
     _, names = build_parser()
     assert _split_workspace_positional(["myws"], names) == ([], "myws")
