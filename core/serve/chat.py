@@ -88,10 +88,12 @@ class AnswerStats:
 
     def line(self) -> str:
         ttft = "-" if self.ttft_s is None else f"{self.ttft_s * 1000:.0f} ms"
-        rate = _("not measurable") if self.tokens_per_s is None else f"{self.tokens_per_s:.1f}"
         approx = "" if self.tokens_exact else "~"
+        if self.tokens_per_s is None:
+            return _("TTFT {ttft} · {approx}{tokens} tokens · decode rate not measurable (too few separate "
+                     "arrivals)", ttft=ttft, approx=approx, tokens=self.tokens)
         return _("TTFT {ttft} · {approx}{tokens} tokens · {rate} tokens/s",
-                 ttft=ttft, approx=approx, tokens=self.tokens, rate=rate)
+                 ttft=ttft, approx=approx, tokens=self.tokens, rate=f"{self.tokens_per_s:.1f}")
 
 
 @dataclass

@@ -110,7 +110,7 @@ def test_a_buffered_answer_has_no_decode_rate():
 
     stats = AnswerStats(ttft_s=0.2316, total_s=0.2331, tokens=37, tokens_exact=True, finish_reason="stop",
                         last_s=0.2330, arrivals=1)
-    assert stats.tokens_per_s is None and "not measurable" in stats.line()
+    assert stats.tokens_per_s is None and "decode rate not measurable" in stats.line()
     reader = _AnswerReader()  # a whole stream read at once, as a buffering proxy hands it over
     for n in range(37):
         reader.feed("data: " + json.dumps({"choices": [{"delta": {"content": f"t{n} "}}]}))
