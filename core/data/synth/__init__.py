@@ -1,0 +1,8 @@
+"""Question–answer pairs from business documents (`devtune data synth`).
+
+documents (md, txt, html, docx, pdf → text with headings) → chunks (headings first, then a token budget with
+overlap) → generate (questions, then a grounded answer per question, from any OpenAI-compatible server with
+JSON-schema structured output; every request journaled, so a resumed run sends none twice) → filters (grounding,
+duplicates, empty or truncated answers) → dataset (the alpaca JSONL, its rejects and its provenance, written
+atomically). `pipeline` runs the whole of it for the CLI; the wizard calls the same steps one by one.
+"""

@@ -1,0 +1,237 @@
+"""Business documents read as text with Markdown headings: the input of the chunker.
+
+Markdown and plain text are decoded as the Data step decodes datasets (UTF-8, UTF-16, GB18030/GBK, decided by
+`core.data.encoding`); HTML goes through the standard library's parser (headings become `#` lines, scripts and
+styles are dropped); DOCX through python-docx (Heading/标题 styles become `#` lines, tables become rows); PDF
+through pypdf, page by page (`Document.pages` keeps where each page starts, for provenance). A PDF with no text
+layer (a scan) is a `DocumentError` that says so, never an empty document.
+
+pypdf and python-docx are imported inside the readers: importing this module costs nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Iterable
+
+from core.data.encoding import BINARY, GB18030, guess_encoding_bytes, decode_line
+from core.i18n import _
+
+KINDS = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".text": "text", ".html": "html",
+         ".htm": "html", ".docx": "docx", ".pdf": "pdf"}
+SCANNED_CHARS_PER_PAGE = 16  # fewer extracted characters than this per page on average: no text layer
+
+
+class DocumentError(Exception):
+    """A document cannot be read; the message names the file and what to do."""
+
+
+@dataclass
+class Document:
+    path: str  # as given (the provenance names it)
+    kind: str  # markdown | text | html | docx | pdf
+    text: str  # Markdown-ish: headings as `#` lines, paragraphs separated by blank lines
+    encoding: str = ""  # for text files: how the bytes were decoded
+    pages: list[int] = field(default_factory=list)  # PDF: character offset where each page starts
+
+    def page_at(self, offset: int) -> int | None:
+        """1-based page of a character offset (PDFs), else None."""
+        if not self.pages:
+            return None
+        page = 1
+        for n, start in enumerate(self.pages, 1):
+            if start > offset:
+                break
+            page = n
+        return page
+
+
+def document_kind(path: Path) -> str | None:
+    return KINDS.get(path.suffix.lower())
+
+
+def find_documents(sources: Iterable[str | Path]) -> list[Path]:
+    """The documents named, folders walked (sorted, hidden files skipped). A named file of an unknown kind
+    or a missing path is a DocumentError; files of other kinds inside a folder are skipped."""
+    found: list[Path] = []
+    for src in sources:
+        path = Path(src).expanduser()
+        if path.is_dir():
+            for p in sorted(path.rglob("*")):
+                if p.is_file() and document_kind(p) and not any(part.startswith(".") for part in
+                                                                 p.relative_to(path).parts):
+                    found.append(p)
+        elif path.is_file():
+            if not document_kind(path):
+                raise DocumentError(_("{path}: not a document devtune reads (Markdown, text, HTML, DOCX or PDF: "
+                                      "{suffixes})", path=path, suffixes=" ".join(sorted(KINDS))))
+            found.append(path)
+        else:
+            raise DocumentError(_("{path}: no such file or folder", path=path))
+    unique = list(dict.fromkeys(found))
+    if not unique:
+        raise DocumentError(_("no documents found in {sources} (Markdown, text, HTML, DOCX or PDF)",
+                              sources=", ".join(str(s) for s in sources)))
+    return unique
+
+
+def read_document(path: str | Path) -> Document:
+    path = Path(path)
+    kind = document_kind(path)
+    if kind is None:
+        raise DocumentError(_("{path}: not a document devtune reads (Markdown, text, HTML, DOCX or PDF: "
+                              "{suffixes})", path=path, suffixes=" ".join(sorted(KINDS))))
+    try:
+        if kind in ("markdown", "text"):
+            text, how = _decode(path.read_bytes(), path)
+            doc = Document(str(path), kind, _normalize(text), encoding=how)
+        elif kind == "html":
+            text, how = _decode(path.read_bytes(), path)
+            doc = Document(str(path), kind, _normalize(html_to_text(text)), encoding=how)
+        elif kind == "docx":
+            doc = _read_docx(path)
+        else:
+            doc = _read_pdf(path)
+    except OSError as exc:
+        raise DocumentError(_("cannot read {path}: {error}", path=path, error=exc.strerror or exc)) from exc
+    if not doc.text.strip():
+        raise DocumentError(_("{path} holds no text", path=path))
+    return doc
+
+
+# ---------------------------------------------------------------- text
+
+def _decode(raw: bytes, path: Path) -> tuple[str, str]:
+    guess = guess_encoding_bytes(raw, complete=True)
+    if guess.encoding == BINARY:
+        raise DocumentError(_("{path} is binary data, not text ({reason})", path=path, reason=guess.reason))
+    if guess.encoding == GB18030 or not guess.is_utf8:
+        return raw.decode(guess.python_codec, errors="replace").lstrip("\ufeff"), guess.encoding
+    try:
+        return raw.decode("utf-8").lstrip("\ufeff"), guess.encoding
+    except UnicodeDecodeError:  # UTF-8 with some GBK lines: line by line, as the Data step reads them
+        return "\n".join(decode_line(line)[0] for line in raw.split(b"\n")), guess.encoding
+
+
+_BLANKS = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
+
+
+def _normalize(text: str) -> str:
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\u00a0", " ")
+    return _BLANKS.sub("\n\n", text).strip() + "\n"
+
+
+class _HtmlText(HTMLParser):
+    BLOCKS = {"p", "div", "section", "article", "li", "tr", "br", "table", "ul", "ol", "blockquote", "pre",
+              "header", "footer", "main", "dd", "dt"}
+    SKIP = {"script", "style", "noscript", "template", "head", "svg"}
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.out: list[str] = []
+        self.skip = 0
+        self.heading = 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag in self.SKIP:
+            self.skip += 1
+        elif re.fullmatch(r"h[1-6]", tag):
+            self.heading = int(tag[1])
+            self.out.append("\n\n" + "#" * self.heading + " ")
+        elif tag in self.BLOCKS:
+            self.out.append("\n" if tag in ("br", "li", "tr") else "\n\n")
+        elif tag in ("td", "th"):
+            self.out.append(" | ")
+
+    def handle_endtag(self, tag):
+        if tag in self.SKIP:
+            self.skip = max(0, self.skip - 1)
+        elif re.fullmatch(r"h[1-6]", tag):
+            self.heading = 0
+            self.out.append("\n\n")
+        elif tag in self.BLOCKS:
+            self.out.append("\n")
+
+    def handle_data(self, data):
+        if self.skip:
+            return
+        self.out.append(re.sub(r"\s+", " ", data) if self.heading else re.sub(r"[ \t\r\f\v]+", " ", data))
+
+
+def html_to_text(html: str) -> str:
+    parser = _HtmlText()
+    parser.feed(html)
+    parser.close()
+    lines = [line.strip() for line in "".join(parser.out).split("\n")]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- docx
+
+_HEADING_STYLE = re.compile(r"^(?:heading|标题)\s*(\d)$", re.IGNORECASE)
+
+
+def _read_docx(path: Path) -> Document:
+    import docx
+    from docx.opc.exceptions import PackageNotFoundError
+
+    try:
+        document = docx.Document(str(path))
+    except (PackageNotFoundError, KeyError, ValueError) as exc:
+        raise DocumentError(_("{path} is not a readable DOCX file ({error}); save it again from Word as .docx",
+                              path=path, error=exc)) from exc
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
+
+    parts: list[str] = []
+    for block in document.iter_inner_content():
+        if isinstance(block, Paragraph):
+            text = block.text.strip()
+            if not text:
+                continue
+            style = (block.style.name if block.style is not None else "") or ""
+            match = _HEADING_STYLE.match(style.strip())
+            if style.strip().lower() in ("title", "标题"):
+                parts.append("# " + text)
+            elif match:
+                parts.append("#" * min(6, int(match.group(1))) + " " + text)
+            else:
+                parts.append(text)
+        elif isinstance(block, Table):
+            rows = [" | ".join(cell.text.strip() for cell in row.cells) for row in block.rows]
+            parts.append("\n".join(r for r in rows if r.strip(" |")))
+    return Document(str(path), "docx", _normalize("\n\n".join(parts)))
+
+
+# ---------------------------------------------------------------- pdf
+
+def _read_pdf(path: Path) -> Document:
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    try:
+        reader = PdfReader(str(path))
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise DocumentError(_("{path} is encrypted with a password; save an unprotected copy and read that",
+                                  path=path))
+        pages: list[int] = []
+        parts: list[str] = []
+        offset = 0
+        for page in reader.pages:
+            text = _normalize(page.extract_text() or "")
+            pages.append(offset)
+            parts.append(text)
+            offset += len(text) + 1
+    except PdfReadError as exc:
+        raise DocumentError(_("{path} is not a readable PDF ({error})", path=path, error=exc)) from exc
+    text = "\n".join(parts)
+    if not pages:
+        raise DocumentError(_("{path} has no pages", path=path))
+    if len(text.strip()) < SCANNED_CHARS_PER_PAGE * len(pages):
+        raise DocumentError(_("{path} has no text layer ({pages} pages, {chars} characters of text): it looks "
+                              "scanned. Run OCR on it first (e.g. `ocrmypdf {name} out.pdf`) and read the result",
+                              path=path, pages=len(pages), chars=len(text.strip()), name=path.name))
+    return Document(str(path), "pdf", text, pages=pages)
