@@ -88,3 +88,21 @@ def test_check_export_text_and_json_say_the_same(runs_workspace, capsys):
     for finding in data["findings"]:
         assert finding["what"] in text and finding["detail"] in text and finding["fix"] in text
     assert "verdict: error" in text
+
+
+def test_json_mode_keeps_progress_on_stderr(runs_workspace, capsys):
+    """Issue 21, finding 10: --json silenced the progress of long work; stdout holds only the report."""
+    (runs_workspace.root / "configs").mkdir(exist_ok=True)
+    (runs_workspace.root / "configs" / "train.yaml").write_text(
+        "model_name_or_path: models/tiny-llama3\ntemplate: llama3\nfinetuning_type: lora\n")
+    fake_model(runs_workspace)
+    (runs_workspace.root / "saves" / "20260100-000000-lf_normal" / "adapter_config.json").write_text("{}")
+    export = runs_workspace.root / "exports" / "half"
+    export.mkdir(parents=True)
+    (export / "config.json").write_text("{}")
+    capsys.readouterr()
+    main(["check-export", "exports/half", "--run", "20260100-000000-lf_normal", "--no-numeric", "--json",
+          "-w", str(runs_workspace.root)])
+    out = capsys.readouterr()
+    json.loads(out.out)
+    assert "checking the files" in out.err

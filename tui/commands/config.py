@@ -315,7 +315,7 @@ def run_check(args) -> int:
     ws, loaded = _load(args)
     if loaded is None:
         return EXIT_USAGE
-    if not args.json and not args.no_llamafactory:
+    if not args.no_llamafactory:  # a few seconds: said on stderr, --json too
         print(_("checking with LLaMA-Factory's own parser (a few seconds)..."), file=sys.stderr)
     catalog = load_catalog(ws.cache_dir / "lf_templates.json", cached_only=args.no_llamafactory)
     checked = check_config(ws, loaded.spec, loaded.path, catalog=catalog, with_llamafactory=not args.no_llamafactory)

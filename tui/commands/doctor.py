@@ -74,7 +74,7 @@ def run_doctor_command(args) -> int:
             return 2
     else:
         ctx = DoctorContext.for_this_machine(ws if ws.root.is_dir() else None)
-    show_progress = not args.json and sys.stderr.isatty()
+    show_progress = sys.stderr.isatty()  # --json too: stdout holds only the report
     report = ev = None
     for event in iter_doctor(ctx, verdicts, evidence=evidence, replay=evidence is not None):
         if isinstance(event, ProbeFinished) and show_progress:

@@ -83,7 +83,7 @@ def run_merge(args) -> int:
     except ExportError as exc:
         err(str(exc))
         return EXIT_USAGE
-    say = (lambda m: print(m, file=sys.stderr)) if not args.json else (lambda m: None)
+    say = lambda m: print(m, file=sys.stderr)  # noqa: E731 - progress on stderr, --json too (stdout: the report)
     say(_("export {id}: {argv}", id=record.id, argv=" ".join(record.argv)))
     if args.detach:
         if args.json:
@@ -134,7 +134,7 @@ def run_check_export(args) -> int:
     try:
         target = args.export or default_model(ws)
         report = check_for_run(ws, target, args.run, numeric=not args.no_numeric,
-                               progress=None if args.json else (lambda m: print(m, file=sys.stderr)))
+                               progress=lambda m: print(m, file=sys.stderr))
     except (ExportError, RunError, ServePlanError) as exc:
         err(str(exc))
         return EXIT_USAGE

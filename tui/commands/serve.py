@@ -258,8 +258,12 @@ def run_verify(args) -> int:
         err(str(exc))
         return EXIT_USAGE
 
+    asked = [0]
+
     def show(r) -> None:
-        if args.json:
+        asked[0] += 1
+        if args.json:  # progress on stderr; stdout holds only the report
+            print(_("answered {n} of {total}", n=asked[0], total=len(questions)), file=sys.stderr, flush=True)
             return
         mark = "✓" if r.passed else "✗"
         flat = lambda text, n: " ".join(text.split())[:n]  # noqa: E731
