@@ -28,7 +28,7 @@ class HelpScreen(ModalScreen[None]):
             if not rows:
                 continue
             lines.append(f"[b $accent]{title}[/]")
-            lines += [f"  [b]{key:<14}[/b] {desc}" for key, desc in rows]
+            lines += [f"  [b]{_literal(f'{key:<14}')}[/b] {_literal(desc)}" for key, desc in rows]
             lines.append("")
         lines.append(_("The mouse works too: click a step in the top bar to go there."))
         lines.append(_("Ctrl+P opens the command palette: every action is there.  Esc closes this."))
@@ -48,3 +48,8 @@ def binding_rows(bindings: list[Binding]) -> list[tuple[str, str]]:
         if shown not in keys.setdefault(b.action, []):
             keys[b.action].append(shown)
     return [(" ".join(keys[action]), description) for action, description in described.items()]
+
+
+def _literal(text: str) -> str:
+    """`text` shown as it is in markup: the `[` key is a key, not the start of a tag."""
+    return text.replace("[", "\\[")

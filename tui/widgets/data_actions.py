@@ -39,7 +39,7 @@ class DataActions(VerticalScroll):
         width: 1fr;
     }
     DataActions Select {
-        width: 20;
+        width: 22;
     }
     DataActions Button {
         margin-left: 1;
