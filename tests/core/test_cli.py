@@ -28,7 +28,7 @@ def test_a_wrong_flag_is_reported_with_its_commands_usage():
 
     err = io.StringIO()
     with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as exit_:
-        main(["monitor", "--bogus"])
+        main(["--lang", "en", "monitor", "--bogus"])
     assert exit_.value.code == 2
     assert "usage: devtune monitor" in err.getvalue() and "devtune monitor: error:" in err.getvalue()
     assert "--bogus" in err.getvalue()

@@ -36,7 +36,7 @@ convert register stats merge monitor runs resume stop diagnose demo init show ch
 instruction input output system prompt response conversations messages role content from value user
 assistant columns tags formatting sharegpt messages auto true false yes none null dict import module
 bit cmake nvcc python worker cache Jinja logit gated rendezvous pyarrow rccl pytorch bashrc huggingface killer
-fused Adam supervisor traceback schema alpha dropout Enter Esc Lines stdout stderr pid cpu
+fused Adam supervisor traceback schema alpha dropout ptrace Enter Esc Lines stdout stderr pid cpu
 platform access rocm nvidia env libraries serving multigpu toolchain
 """.split())
 
@@ -81,7 +81,7 @@ def test_every_chinese_catalog_string_is_chinese():
     assert not bad, f"{len(bad)} Chinese strings hold English words:\n" + "\n".join(bad[:60])
 
 
-def _run(capsys, *argv: str) -> str:
+def _run(capsys, *argv: str) -> str:  # only with zh_workspace, which restores the language
     capsys.readouterr()
     main(["--lang", "zh", *argv])
     out = capsys.readouterr()
@@ -96,7 +96,8 @@ def _text_of_json(text: str) -> str:
 
 
 @pytest.fixture
-def zh_workspace(workspace):
+def zh_workspace(workspace, monkeypatch):
+    monkeypatch.setenv("DEVTUNE_LANG", "en")  # `main(["--lang", "zh", ...])` sets it; put back afterwards
     place_recorded_run(workspace, "20260101-000000-bad", "lf_unknown_template", RunStatus.FAILED, 1, started=1.0)
     place_recorded_run(workspace, "20260102-000000-nan", "lf_nan_loss", RunStatus.STOPPED, 0, started=2.0)
     fake_model(workspace)
