@@ -59,6 +59,11 @@ _RULES = (
     Rule("whitespace", 26, INFO, SAFE, "leading, trailing or zero-width whitespace"),
     Rule("repetition", 26, INFO, NONE, "repeated characters"),
     Rule("short-output", 26, INFO, NONE, "very short output"),
+    Rule("preference", 27, ERROR, NONE, "preference row without a prompt and two different answers"),
+    Rule("kto-tag", 28, ERROR, NONE, "KTO tag not a boolean, or one value only"),
+    Rule("media", 29, ERROR, NONE, "media file missing or placeholders not matching"),
+    Rule("tools", 30, ERROR, NONE, "tool call not JSON or naming no declared tool"),
+    Rule("pretrain-text", 31, ERROR, NONE, "pre-training row without its text"),
 )
 RULES: dict[str, Rule] = {r.id: r for r in _RULES}
 

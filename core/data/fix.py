@@ -169,9 +169,12 @@ class _RowFixer:
             canon.append("history")
         if schema.system:
             canon.append("system")
-        self.canonical = canon if schema.kind == ALPACA else []
+        # rows of other kinds, or with tools / media / a tag, are kept as they are: their entry names the columns
+        self.canonical = canon if schema.kind == ALPACA and schema.plain else []
+        self.whole_row = not schema.plain  # duplicates: the whole row (a prompt may have many pairs)
+        self.verbatim = {k for k in (schema.tools, schema.images, schema.videos, schema.audios, schema.kto_tag) if k}
         known = {schema.prompt, schema.query, schema.response, schema.history, schema.system, *canon}
-        self.extra_keys = [k for k in lint.keys if k not in known] if schema.kind == ALPACA else []
+        self.extra_keys = [k for k in lint.keys if k not in known] if self.canonical else []
 
     # -- records
     def record(self, rec, w: RowWriter) -> None:
@@ -230,6 +233,10 @@ class _RowFixer:
             return
         if self.canonical:
             key = hash(tuple(str(row.get(k, "")) for k in row if k not in self.extra_keys))
+        elif self.whole_row:
+            import orjson
+
+            key = hash(orjson.dumps(row, option=orjson.OPT_SORT_KEYS))
         else:
             key = hash(str(row.get(self.schema.messages)) + str(row.get(self.schema.system or "", "")))
         first = self.seen.get(key)
@@ -260,8 +267,8 @@ class _RowFixer:
             rules += names
             return _("needs --yes: {rules}", rules=", ".join(names))
         rules += [f.rule for f in findings if f.fix in (SAFE, CONFIRM) and f.rule != "whitespace"]
-        if schema.kind != ALPACA:
-            return self._clean_strings(value, rules)
+        if not self.canonical:
+            return {k: v if k in self.verbatim else self._clean_strings(v, rules) for k, v in value.items()}
         row = self._alpaca(value, schema, rules, by_rule)
         response = "output" if "output" in row else schema.response
         if not str(row.get(response, "")).strip():

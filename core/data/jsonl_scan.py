@@ -100,13 +100,14 @@ class JsonlScan:
         self.make_line = LineNo if relative else int
         schema = ctx.schema
         self.keys = (schema.prompt, schema.query, schema.response)
-        self.alpaca = (schema.kind == ALPACA and schema.query is not None and len(ctx.expected_keys) == 3
+        self.alpaca = (schema.kind == ALPACA and schema.plain and schema.query is not None
+                       and len(ctx.expected_keys) == 3
                        and set(ctx.expected_keys) == set(self.keys))
         self.decode = None
         if self.alpaca:
             self.struct = alpaca_struct(self.keys)
             self.decode = msgspec.json.Decoder(self.struct).decode
-        elif schema.kind in (SHAREGPT, MESSAGES):
+        elif schema.kind in (SHAREGPT, MESSAGES) and schema.plain:
             self.decode = msgspec.json.Decoder(conversation_struct(schema.messages, schema.role_tag,
                                                                    schema.content_tag)).decode
         self.line_base = 0

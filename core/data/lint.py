@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 from core.data.findings import (ERROR, INFO, NONE, SAFE, WARNING, Finding, count_by_severity, finding,
@@ -25,7 +26,7 @@ from core.data.parallel_scan import merge_parts, plan_spans, run_parts
 from core.data.reader import (CSV, EMPTY, JSON_ARRAY, JSON_STREAM, JSONL, TEXT, FileProbe, ReadNotes,
                                  iter_records, probe_file)
 from core.data.scan import PartResult, ScanContext, paused_gc, scan_records, severity_of_key_change
-from core.data.schema import ALPACA, UNKNOWN, Schema, detect_schema
+from core.data.schema import ALPACA, FEEDBACK, UNKNOWN, Schema, detect_schema
 from core.data.stats import DatasetStats, StatsAccumulator, build_stats
 from core.i18n import _
 
@@ -40,6 +41,8 @@ class LintOptions:
     near_dups: bool = False
     jobs: int = 1
     start_method: str | None = None  # fork | spawn | None (fork when this process has no other thread)
+    kind: str | None = None  # judge the rows as this kind (schema.KINDS) instead of their entry / detection
+    use_entry: bool = True  # the file's own dataset_info.json entry decides the format, columns and tags
 
 
 @dataclass
@@ -81,12 +84,52 @@ class LintReport:
         return {
             "file": self.file, "rows": self.rows, "format": self.format, "encoding": self.encoding,
             "encoding_reason": self.encoding_reason, "layout": self.layout,
+            "kind": self.schema.task, "kind_from": self.schema.source,
             "counts": self.counts, "findings": [f.to_json() for f in self.findings],
             "stats": self.stats.to_json(),
         }
 
 
 # ------------------------------------------------------------------ schema from the first rows
+
+def schema_for(path, rows: list, kind: str | None = None, use_entry: bool = True) -> Schema:
+    """How LLaMA-Factory reads the file: its own dataset_info.json entry when it has one, else the format
+    and kind detected from the first rows (`Schema.source` says which); `kind` overrides the kind."""
+    from dataclasses import replace
+
+    from core.data.dataset_entry import find_entry, schema_from_entry
+
+    found = find_entry(path) if use_entry else None
+    if found is not None:
+        schema = schema_from_entry(found.entry, found.name)
+        folder = found.dataset_dir
+    else:
+        schema = detect_schema(v for _r, v in rows)
+        if schema.kind == UNKNOWN:
+            schema = Schema()  # judge the rows as alpaca: the findings say which keys are missing
+        folder = Path(path).resolve().parent
+    if kind and kind != schema.task:
+        schema = _as_kind(schema, kind, rows)
+    if schema.media:
+        schema = replace(schema, media_dir=str(folder))
+    return schema
+
+
+def _as_kind(schema: Schema, kind: str, rows: list) -> Schema:
+    from dataclasses import replace
+
+    from core.data.schema import FEEDBACK, KTO_TAG_NAMES, PREFERENCE, PRETRAIN, TEXT_NAMES
+
+    keys = {k for _r, v in rows if isinstance(v, dict) for k in v}
+    if kind == PRETRAIN:
+        text = next((k for k in TEXT_NAMES if k in keys), schema.prompt)
+        return replace(schema, kind=ALPACA, task=PRETRAIN, prompt=text, query=None)
+    if kind == PREFERENCE:
+        return replace(schema, task=PREFERENCE, chosen="chosen", rejected="rejected")
+    if kind == FEEDBACK:
+        return replace(schema, task=FEEDBACK, kto_tag=next((k for k in KTO_TAG_NAMES if k in keys), "kto_tag"))
+    return replace(schema, task=kind, chosen=None, rejected=None, kto_tag=None)
+
 
 def sample_rows(probe: FileProbe, limit: int = SCHEMA_SAMPLE_ROWS) -> list:
     import orjson
@@ -107,7 +150,7 @@ def sample_rows(probe: FileProbe, limit: int = SCHEMA_SAMPLE_ROWS) -> list:
 
 def _expected_keys(rows, schema: Schema) -> tuple[tuple[str, ...], int]:
     for rec, value in rows:
-        if isinstance(value, dict) and schema.prompt in value and schema.response in value:
+        if isinstance(value, dict) and all(k in value for k in schema.required):
             if rec.raw.count(b'":') != len(value):
                 continue
             if not all(isinstance(v, str) for v in value.values()):
@@ -115,6 +158,8 @@ def _expected_keys(rows, schema: Schema) -> tuple[tuple[str, ...], int]:
             body = sum(len(v.encode("utf-8", "surrogatepass")) for v in value.values())
             return tuple(value), max(0, len(rec.raw) - body)
     keys = (schema.prompt, schema.query, schema.response) if schema.query else (schema.prompt, schema.response)
+    if not schema.plain:
+        keys = schema.columns_used
     return keys, 12 * len(keys)
 
 
@@ -171,6 +216,11 @@ def _file_findings(probe: FileProbe, notes: ReadNotes, merged: PartResult, schem
         out.append(finding("extension", 1, _(
             "L1: JSON in a .txt file; LLaMA-Factory reads .txt as plain text; write it as .jsonl (fix -o "
             "name.jsonl)"), severity=ERROR))
+    if schema.task == FEEDBACK and schema.kto_tag and sum(merged.kto_tags) and min(merged.kto_tags) == 0:
+        value = "true" if merged.kto_tags[1] else "false"
+        out.append(finding("kto-tag", 1, _(
+            "L1: every \"{key}\" is {value}; KTO learns from both desirable (true) and undesirable (false) "
+            "answers: add rows of the other value", key=schema.kto_tag, value=value), severity=WARNING))
     if schema.kind == ALPACA:
         for key, (line, offset) in sorted(merged.keys_first.items(), key=lambda kv: kv[1][0]):
             sev = severity_of_key_change(offset) if offset >= 0 else INFO
@@ -179,7 +229,7 @@ def _file_findings(probe: FileProbe, notes: ReadNotes, merged: PartResult, schem
                 "in every row", line=line, key=key,
                 why=_(" (after the first 10 MiB: datasets raises CastError)") if sev == ERROR else ""),
                 severity=sev))
-        if schema.aliased:
+        if schema.aliased and schema.plain and schema.source == "detected":
             out.append(finding("missing-keys", 1, _(
                 "L1: rows use \"{prompt}\"/\"{response}\", not \"instruction\"/\"output\"; register writes a "
                 "columns map, or fix renames them (with --yes)", prompt=schema.prompt, response=schema.response),
@@ -218,9 +268,7 @@ def lint_file(path: str | os.PathLike, options: LintOptions | None = None,
                           time.perf_counter() - t0)
 
     rows = sample_rows(probe)
-    schema = detect_schema(v for _r, v in rows)
-    if schema.kind == UNKNOWN:
-        schema = Schema()  # judge the rows as alpaca: the findings say which keys are missing
+    schema = schema_for(probe.path, rows, opts.kind, opts.use_entry)
     keys, overhead = _expected_keys(rows, schema)
     ctx = ScanContext(str(probe.path), schema, keys, overhead, opts.cutoff_len,
                       estimate_too_long=opts.tokenizer is None, size=probe.size,

@@ -125,6 +125,7 @@ def merge_parts(results: list[PartResult], schema: Schema) -> tuple[PartResult, 
             merged.findings.append(f)
         merged.rows += r.rows
         merged.good += r.good
+        merged.kto_tags = [a + b for a, b in zip(merged.kto_tags, r.kto_tags)]
         fps.append(r.fingerprints.shifted(delta) if r.relative else r.fingerprints)
         merged.stats.merge(r.stats)
         for k, (line, off) in r.keys_first.items():
@@ -151,3 +152,16 @@ def merge_parts(results: list[PartResult], schema: Schema) -> tuple[PartResult, 
         delta += r.lines
     merged.lines = merged.notes.lines = merged.notes.last_line = delta
     return merged, fps
+
+
+PROCESS_LINT_BYTES = 8 << 20  # from this size a lint runs in worker processes
+
+
+def jobs_for(size: int, requested: int = 0) -> int:
+    """How many lint processes for a file of `size` bytes: `requested` when given (the CLI's --jobs), else one
+    below PROCESS_LINT_BYTES (starting processes costs more than it saves) and the CPUs, up to 8, above it."""
+    if requested > 0:
+        return requested
+    if size < PROCESS_LINT_BYTES:
+        return 1
+    return max(1, min(8, os.cpu_count() or 1))

@@ -76,6 +76,7 @@ class PartResult:
     keys_first: dict[str, tuple[int, int]] = field(default_factory=dict)  # key → (line, byte offset)
     notes: ReadNotes = field(default_factory=ReadNotes)
     relative: bool = False  # line numbers are relative to the part (messages carry LineNo markers)
+    kto_tags: list[int] = field(default_factory=lambda: [0, 0])  # rows tagged false, true (KTO rows)
 
 
 class Sink:
@@ -121,8 +122,10 @@ class Sink:
         view = check_row(value, line, self.schema, self.out)
         if view is None:
             return None
-        if (isinstance(value, dict) and self.schema.kind == ALPACA and self.schema.prompt in value
-                and self.schema.response in value):
+        if view.notes and view.notes[0].startswith("kto:"):
+            self.r.kto_tags[view.notes[0] == "kto:1"] += 1
+        if (isinstance(value, dict) and self.schema.kind == ALPACA
+                and all(k in value for k in self.schema.required)):
             for k in value:
                 if k not in self.expected and k not in self.r.keys_first:
                     self.r.keys_first[k] = (line, offset)
