@@ -10,6 +10,7 @@ waiting for the slower one.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Callable
 
