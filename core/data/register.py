@@ -108,7 +108,8 @@ def summary_for(report: LintReport, name: str, ws_root: Path, file: Path) -> Dat
     tokens = {k: v for k, v in report.stats.tokens.items() if k in ("p50", "p90", "p95", "p99", "max")}
     kind = report.schema.kind if report.schema.kind in ("alpaca", "sharegpt", "messages") else "unknown"
     token_source = report.stats.token_source
-    return DatasetSummary(name=name, file=rel, size=st.st_size, mtime=st.st_mtime, format=kind, rows=report.rows,
+    return DatasetSummary(name=name, file=rel, size=st.st_size, mtime=st.st_mtime, format=kind,
+                          kind=report.schema.task, rows=report.rows,
                           lint_errors=report.errors, lint_warnings=report.warnings,
                           tokenizer=None if token_source == "estimate" else token_source,
                           token_percentiles=tokens, over_cutoff=report.stats.over_cutoffs)
@@ -127,8 +128,21 @@ def register_preview(file: str | os.PathLike, name: str, dataset_dir: str | os.P
     """The entry that `register_dataset` would write and whether it adds, updates or keeps it."""
     info = read_dataset_info(Path(dataset_dir))
     entry = report.schema.dataset_info_entry(file_name_for(Path(file), Path(dataset_dir)))
+    entry = kept_keys(info.get(name), entry)
     old = info.get(name)
     return entry, "unchanged" if old == entry else "updated" if old is not None else "added"
+
+
+DECIDED_KEYS = ("file_name", "formatting", "ranking", "columns", "tags")
+
+
+def kept_keys(old: dict | None, entry: dict) -> dict:
+    """The new entry, with the keys of the old one that lint does not decide (split, num_samples, subset,
+    folder, ...) kept as they were."""
+    if not isinstance(old, dict):
+        return entry
+    kept = {k: v for k, v in old.items() if k not in DECIDED_KEYS}
+    return {**entry, **kept} if kept else entry
 
 
 def register_dataset(file: str | os.PathLike, name: str, dataset_dir: str | os.PathLike, *,
@@ -156,7 +170,7 @@ def register_dataset(file: str | os.PathLike, name: str, dataset_dir: str | os.P
     if report.errors and not force:
         raise RegisterRefused(_("{file} has {n} lint errors; LLaMA-Factory would fail or drop rows. Fix it first "
                               "(devtune data fix {file} -o NAME.jsonl), or pass --force", file=path, n=report.errors))
-    entry = report.schema.dataset_info_entry(file_name)
+    entry = kept_keys(old, report.schema.dataset_info_entry(file_name))
     action = "unchanged" if old == entry else "updated" if old is not None else "added"
     if action != "unchanged":
         info[name] = entry

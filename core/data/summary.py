@@ -21,6 +21,7 @@ class DatasetSummary(BaseModel):
     size: int  # bytes, when summarised
     mtime: float
     format: str  # alpaca | sharegpt | messages | unknown
+    kind: str = "supervised"  # supervised | pretrain | preference | kto (core.data.schema.KINDS)
     rows: int
     lint_errors: int
     lint_warnings: int
