@@ -1,0 +1,147 @@
+"""The kinds beyond supervised rows: judged by the file's dataset_info.json entry or detected, each with
+its own rules; fix keeps the rows LLaMA-Factory would load; register writes the entry that reads them."""
+
+import json
+
+import pytest
+
+from core.data.fix import fix_file
+from core.data.lint import LintOptions, lint_file
+from core.data.register import register_dataset
+from core.data.schema import FEEDBACK, PREFERENCE, PRETRAIN, SUPERVISED
+from tests.core.dataset_kinds import KINDS, write_kind
+
+TASK = {"dpo_sharegpt": PREFERENCE, "dpo_alpaca": PREFERENCE, "kto": FEEDBACK, "c4": PRETRAIN,
+        "mllm": SUPERVISED, "tools": SUPERVISED}
+
+
+@pytest.mark.parametrize("registered", [True, False])
+@pytest.mark.parametrize("name", list(KINDS))
+def test_every_kind_lints_clean_and_fixes_every_row(name, registered, tmp_path):
+    path = write_kind(tmp_path, name, registered=registered)
+    report = lint_file(path)
+    assert report.errors == 0, [f.message for f in report.findings]
+    assert report.schema.task == TASK[name]
+    assert report.schema.source == (name if registered else "detected")
+    fixed = fix_file(path, tmp_path / "out.jsonl", yes=True)
+    assert fixed.rows_rejected == 0 and fixed.rows_out == len(KINDS[name][1]())
+
+
+@pytest.mark.parametrize("name", list(KINDS))
+def test_register_writes_upstreams_entry_for_a_detected_file(name, tmp_path):
+    path = write_kind(tmp_path, name, registered=False)
+    result = register_dataset(path, name, tmp_path)
+    assert result.entry == {"file_name": KINDS[name][0], **KINDS[name][2]}
+
+
+def test_register_keeps_other_entries_and_keys(tmp_path):
+    write_kind(tmp_path, "kto")
+    info_path = tmp_path / "dataset_info.json"
+    info = json.loads(info_path.read_text())
+    info["kto"]["num_samples"] = 4
+    info["other"] = {"hf_hub_url": "x/y", "split": "test"}
+    info_path.write_text(json.dumps(info))
+    path = write_kind(tmp_path, "c4", registered=False)
+    register_dataset(path, "c4", tmp_path)
+    register_dataset(tmp_path / KINDS["kto"][0], "kto", tmp_path)
+    after = json.loads(info_path.read_text())
+    assert after["other"] == {"hf_hub_url": "x/y", "split": "test"}
+    assert after["kto"]["num_samples"] == 4 and after["kto"]["columns"] == {"messages": "messages", "kto_tag": "label"}
+    assert after["c4"] == {"file_name": "c4_demo.jsonl", "columns": {"prompt": "text"}}
+
+
+def _rewrite(path, rows):
+    path.write_text(json.dumps(rows))
+
+
+def _errors(path):
+    return [(f.rule, f.line) for f in lint_file(path).findings if f.severity == "error"]
+
+
+def test_preference_rules(tmp_path):
+    path = write_kind(tmp_path, "dpo_alpaca")
+    rows = json.loads(path.read_text())
+    rows[1]["rejected"] = 3
+    rows[2]["rejected"] = rows[2]["chosen"]
+    del rows[3]["chosen"]
+    _rewrite(path, rows)
+    report = lint_file(path)
+    rules = {(f.rule, f.severity) for f in report.findings if f.rule == "preference"}
+    assert rules == {("preference", "error"), ("preference", "warning")}
+    assert sum(f.rule == "preference" and f.severity == "error" for f in report.findings) == 2
+    fixed = fix_file(path, tmp_path / "out.jsonl", yes=True)
+    assert fixed.rows_rejected == 2 and fixed.rows_out == 4  # the same answers twice still load
+
+
+def test_sharegpt_preference_needs_a_prompt_ending_with_the_user(tmp_path):
+    path = write_kind(tmp_path, "dpo_sharegpt")
+    rows = json.loads(path.read_text())
+    rows[0]["conversations"].append({"from": "gpt", "value": "hello"})
+    rows[1]["chosen"] = {"from": "human", "value": "x"}
+    _rewrite(path, rows)
+    rules = {r for r, _line in _errors(path)}
+    assert rules == {"sharegpt-roles", "preference"}
+
+
+def test_kto_tags_are_booleans_with_both_values(tmp_path):
+    path = write_kind(tmp_path, "kto")
+    rows = json.loads(path.read_text())
+    rows[0]["label"] = "yes"
+    _rewrite(path, rows)
+    assert [r for r, _l in _errors(path)] == ["kto-tag"]
+    for r in rows:
+        r["label"] = True
+    _rewrite(path, rows)
+    report = lint_file(path)
+    assert report.errors == 0
+    assert [f.severity for f in report.findings if f.rule == "kto-tag"] == ["warning"]
+
+
+def test_media_paths_exist_and_match_the_placeholders(tmp_path):
+    path = write_kind(tmp_path, "mllm")
+    rows = json.loads(path.read_text())
+    rows[0]["images"] = ["mllm_demo_data/missing.png"]
+    rows[1]["messages"][0]["content"] = "no placeholder here"
+    rows[2]["images"] = ["mllm_demo_data/1.png", "mllm_demo_data/1.png"]
+    _rewrite(path, rows)
+    messages = [f.message for f in lint_file(path).findings if f.rule == "media"]
+    assert len(messages) == 3 and "missing.png" in messages[0], messages
+    fixed = fix_file(path, tmp_path / "out.jsonl", yes=True)
+    assert fixed.rows_rejected == 3
+
+
+def test_media_without_its_folder_is_an_error(tmp_path):
+    path = write_kind(tmp_path, "mllm")
+    for p in (tmp_path / "mllm_demo_data").iterdir():
+        p.unlink()
+    assert len(_errors(path)) == len(KINDS["mllm"][1]())
+
+
+def test_tool_calls_parse_and_name_declared_tools(tmp_path):
+    path = write_kind(tmp_path, "tools")
+    rows = json.loads(path.read_text())
+    rows[0]["conversations"][1]["value"] = "lookup_order(A1)"
+    rows[1]["conversations"][1]["value"] = json.dumps({"name": "refund", "arguments": {}})
+    _rewrite(path, rows)
+    report = lint_file(path)
+    tools = [(f.line, f.severity) for f in report.findings if f.rule == "tools"]
+    assert [s for _l, s in tools] == ["error", "warning"]
+
+
+def test_pretrain_text_and_kind_override(tmp_path):
+    path = write_kind(tmp_path, "c4", registered=False)
+    path.write_text(path.read_text() + json.dumps({"text": 5}) + "\n")
+    assert _errors(path) == [("pretrain-text", 7)]
+    sft = tmp_path / "sft.jsonl"
+    sft.write_text(json.dumps({"instruction": "a", "input": "", "output": "b"}) + "\n")
+    report = lint_file(sft, LintOptions(kind=PREFERENCE))
+    assert [f.rule for f in report.findings if f.severity == "error"] == ["preference"]
+
+
+def test_supervised_rows_are_read_as_their_entry_says(tmp_path):
+    """A question/answer file registered without a columns map: LLaMA-Factory reads instruction/output,
+    finds neither, and drops every row, so lint says so (an error, not the 'register writes a map' hint)."""
+    (tmp_path / "qa.jsonl").write_text(json.dumps({"question": "q", "answer": "a"}) + "\n")
+    assert lint_file(tmp_path / "qa.jsonl").errors == 0
+    (tmp_path / "dataset_info.json").write_text(json.dumps({"qa": {"file_name": "qa.jsonl"}}))
+    assert [f.rule for f in lint_file(tmp_path / "qa.jsonl").findings if f.severity == "error"] == ["missing-keys"]
