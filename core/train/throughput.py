@@ -1,14 +1,13 @@
 """How fast the GPUs really work: tokens per second and model FLOPs utilisation (MFU), and what would raise it.
 
-    rate = tokens_per_second(rows)                      # from LLaMA-Factory's own token counts when it logs them
-    rate = tokens_per_second(rows, tokens_per_step=4096)   # otherwise estimated from the batch and the data
+    rate = token_rate(snapshot.tokens_per_s, snapshot.steps_per_s, tokens_per_step=4096)
     mfu = model_flops_utilisation(rate.tokens_per_s, params=7.6e9, gpu="mi300x", devices=8, method="lora")
 
-Tokens per second are measured over a sliding window of the last logged steps (elapsed_time), never over a
-window a resume or a pause distorts; with fewer than two steps in the window the rate is not measurable.
-LLaMA-Factory logs `total_tokens` when `include_num_input_tokens_seen: true` (it counts every rank's tokens);
-without it the rate is the steps' pace times the tokens of a step (effective batch x the dataset's typical
-row length, from the Data step's token statistics) and is marked as an estimate.
+The rates are the run's ProgressSnapshot's (core.train.metrics.RateWindow: a sliding window of the trainer's
+own clock that a resume restarts; not measurable until it spans 10 s). LLaMA-Factory logs `total_tokens`
+when `include_num_input_tokens_seen: true` (it counts every rank's tokens); without it the rate is the
+steps' pace times the tokens of a step (effective batch x the dataset's typical row length, from the Data
+step's token statistics) and is marked as an estimate.
 
 MFU = model FLOPs per token x tokens per second / (peak dense matrix FLOP/s of one device x devices). Model
 FLOPs per token: 6N for full fine-tuning (forward 2N, backward 4N), 4N when the base weights are frozen
@@ -22,10 +21,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from core.i18n import _
-
-WINDOW_SECONDS = 5.0  # the sliding window: the last logged steps that span this much time ...
-MIN_SECONDS = 2.0  # ... or at least this (elapsed_time has a resolution of one second)
-MAX_WINDOW_STEPS = 200
 
 # Peak dense matrix TFLOP/s per device (BF16, or FP16 where the device has no BF16 matrix units), from the
 # vendors' datasheets, without structured sparsity. Keys are core.config.gpu_catalog ids.
@@ -43,46 +38,22 @@ FROZEN_BASE = ("lora", "qlora", "freeze")
 class TokenRate:
     tokens_per_s: float | None
     estimated: bool  # from the batch shape and the data's typical length, not LLaMA-Factory's count
-    window_steps: int = 0
 
     @property
     def measurable(self) -> bool:
         return self.tokens_per_s is not None
 
 
-def _seconds(text) -> float | None:
-    try:
-        total = 0.0
-        for part in str(text).split(":"):
-            total = total * 60 + float(part)
-        return total
-    except ValueError:
-        return None
-
-
-def tokens_per_second(rows: list[dict], *, tokens_per_step: float | None = None) -> TokenRate:
-    """Over the last training rows of trainer_log.jsonl that span WINDOW_SECONDS (eval rows are skipped)."""
-    steps = [r for r in rows if "loss" in r and "current_steps" in r and _seconds(r.get("elapsed_time")) is not None]
-    for i in range(len(steps) - 1, 0, -1):  # only this process's own steps: a resume restarts the clock
-        if (_seconds(steps[i]["elapsed_time"]) < _seconds(steps[i - 1]["elapsed_time"])
-                or steps[i]["current_steps"] <= steps[i - 1]["current_steps"]):
-            steps = steps[i:]
-            break
-    steps = steps[-MAX_WINDOW_STEPS:]
-    if len(steps) < 2:
-        return TokenRate(None, tokens_per_step is not None)
-    last = steps[-1]
-    end = _seconds(last["elapsed_time"])
-    first = next((r for r in reversed(steps[:-1]) if end - _seconds(r["elapsed_time"]) >= WINDOW_SECONDS), steps[0])
-    recent = steps[steps.index(first):]
-    dt = end - _seconds(first["elapsed_time"])
-    if dt < MIN_SECONDS or last["current_steps"] <= first["current_steps"]:
-        return TokenRate(None, tokens_per_step is not None)
-    if "total_tokens" in first and "total_tokens" in last:
-        return TokenRate((last["total_tokens"] - first["total_tokens"]) / dt, False, len(recent))
-    if tokens_per_step:
-        return TokenRate((last["current_steps"] - first["current_steps"]) * tokens_per_step / dt, True, len(recent))
-    return TokenRate(None, False, len(recent))
+def token_rate(tokens_per_s: float | None, steps_per_s: float | None,
+               tokens_per_step: float | None = None) -> TokenRate:
+    """From a run's ProgressSnapshot (core.train.metrics: rates over a sliding window of the trainer's own
+    clock, a resume restarting it): LLaMA-Factory's token count when it logs one, else the steps' pace
+    times the tokens of a step, marked as an estimate."""
+    if tokens_per_s is not None:
+        return TokenRate(tokens_per_s, False)
+    if steps_per_s and tokens_per_step:
+        return TokenRate(steps_per_s * tokens_per_step, True)
+    return TokenRate(None, tokens_per_step is not None)
 
 
 def flops_per_token(params: float, method: str) -> float:

@@ -1,4 +1,4 @@
-"""core.train.throughput: tokens per second from LLaMA-Factory's logs (real CPU runs' trainer_log.jsonl and
+"""core.train.throughput: tokens per second from a run's metrics (a real CPU run's trainer_log.jsonl and
 hand-made rows), MFU against datasheet peaks, and the advice."""
 
 from __future__ import annotations
@@ -8,50 +8,47 @@ from pathlib import Path
 
 import pytest
 
-from core.train.throughput import (PEAK_TFLOPS, model_flops_utilisation, tokens_per_second, what_would_raise_it)
+from core.train.metrics import RunMetrics, parse_log_line
+from core.train.throughput import PEAK_TFLOPS, model_flops_utilisation, token_rate, what_would_raise_it
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 
 
-def row(step, secs, tokens=None, **kw):
+def snapshot_of(rows):
+    metrics = RunMetrics()
+    metrics.add_records([parse_log_line(json.dumps(r)) for r in rows])
+    return metrics.snapshot()
+
+
+def row(step, secs, tokens=None):
     r = {"current_steps": step, "total_steps": 100, "loss": 1.0, "elapsed_time": f"0:{secs // 60:02d}:{secs % 60:02d}"}
-    if tokens is not None:
-        r["total_tokens"] = tokens
-    return {**r, **kw}
+    return {**r, "total_tokens": tokens} if tokens is not None else r
 
 
-def test_llamafactorys_own_token_count_over_a_sliding_window():
-    rows = [row(s, s * 2, tokens=s * 1000) for s in range(1, 30)]
-    rate = tokens_per_second(rows)
-    assert rate.tokens_per_s == pytest.approx(500.0) and not rate.estimated and rate.window_steps == 4  # 6 s
+def test_llamafactorys_own_token_count_comes_first():
+    snap = snapshot_of([row(s, s * 2, tokens=s * 1000) for s in range(1, 30)])
+    rate = token_rate(snap.tokens_per_s, snap.steps_per_s, tokens_per_step=64)
+    assert rate.tokens_per_s == pytest.approx(500.0) and not rate.estimated
 
 
 def test_an_estimate_from_the_steps_pace_says_so():
-    rate = tokens_per_second([row(s, s * 4) for s in range(1, 6)], tokens_per_step=2048)
+    snap = snapshot_of([row(s, s * 4) for s in range(1, 10)])
+    rate = token_rate(snap.tokens_per_s, snap.steps_per_s, tokens_per_step=2048)
     assert rate.tokens_per_s == pytest.approx(512.0) and rate.estimated
 
 
-def test_not_measurable_with_one_step_or_no_token_figure():
-    assert not tokens_per_second([row(1, 1, tokens=10)]).measurable
-    assert not tokens_per_second([row(s, s) for s in range(1, 5)]).measurable  # no count, no estimate
-    assert not tokens_per_second([row(1, 3, tokens=10), row(2, 4, tokens=20)]).measurable  # 1 s: too short
-
-
-def test_a_resume_restarts_the_window():
-    before = [row(s, s * 10, tokens=s * 100) for s in range(1, 15)]  # 10 tokens/s
-    after = [row(s, (s - 14) * 2, tokens=1400 + (s - 14) * 100) for s in range(15, 18)]  # 50 tokens/s, clock reset
-    assert tokens_per_second(before + after).tokens_per_s == pytest.approx(50.0)
-
-
-def test_eval_rows_do_not_count():
-    rows = [row(1, 2, tokens=1000), {"current_steps": 1, "eval_loss": 2.0}, row(2, 6, tokens=3000)]
-    assert tokens_per_second(rows).tokens_per_s == pytest.approx(500.0)
+def test_not_measurable_without_a_rate_or_a_token_figure():
+    assert not token_rate(None, None, 2048).measurable and token_rate(None, None, 2048).estimated
+    assert not token_rate(None, 0.5).measurable  # steps but no size of a step
+    snap = snapshot_of([row(1, 1, tokens=10), row(2, 2, tokens=20)])  # 1 s of steps: too short to say
+    assert not token_rate(snap.tokens_per_s, snap.steps_per_s).measurable
 
 
 def test_a_real_cpu_run_gives_a_rate_from_its_steps():
     rows = [json.loads(line) for line in (LOGS / "lf_resume" / "trainer_log.jsonl").read_text().splitlines()]
-    rate = tokens_per_second(rows, tokens_per_step=2 * 64)
-    assert rate.measurable and rate.tokens_per_s > 0
+    snap = snapshot_of(rows)
+    rate = token_rate(snap.tokens_per_s, snap.steps_per_s, tokens_per_step=2 * 64)
+    assert rate.measurable and rate.estimated and rate.tokens_per_s > 0
 
 
 def test_mfu_against_the_datasheet_peak():
