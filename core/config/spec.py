@@ -49,6 +49,16 @@ LF_DEFAULTS: dict[str, Any] = {
     "lr_scheduler_type": "linear", "warmup_ratio": None, "warmup_steps": 0, "max_grad_norm": 1.0,
     "bf16": False, "fp16": False, "pure_bf16": False, "resume_from_checkpoint": None, "val_size": 0.0,
     "per_device_eval_batch_size": 8, "eval_strategy": "no", "eval_steps": None,
+    "adapter_name_or_path": None, "ref_model": None, "pref_beta": 0.1, "pref_ftx": 0.0, "pref_loss": "sigmoid",
+    "simpo_gamma": 0.5, "kto_chosen_weight": 1.0, "kto_rejected_weight": 1.0,
+}
+# the training stages devtune sets up (LLaMA-Factory also has rm and ppo): the dataset kind each reads
+STAGES: tuple[str, ...] = ("pt", "sft", "dpo", "kto")
+PREF_LOSSES: tuple[str, ...] = ("sigmoid", "orpo", "simpo", "hinge", "ipo", "kto_pair")
+# the keys that only mean something for some stages
+STAGE_KEYS: dict[str, tuple[str, ...]] = {
+    "dpo": ("pref_beta", "pref_ftx", "pref_loss", "simpo_gamma", "ref_model"),
+    "kto": ("pref_beta", "pref_ftx", "kto_chosen_weight", "kto_rejected_weight", "ref_model"),
 }
 
 
@@ -88,8 +98,10 @@ class TrainSpec(BaseModel):
     flash_attn: Attention | None = None
     disable_gradient_checkpointing: bool | None = None
 
+    adapter_name_or_path: str | None = None  # an adapter to start from (e.g. the SFT run's, for DPO)
+
     # method
-    stage: str = "sft"
+    stage: str = "sft"  # STAGES: pt | sft | dpo | kto
     do_train: bool | None = True
     finetuning_type: FinetuningType = "lora"
     quantization_bit: int | None = None  # qlora: 4 (default) or 8
@@ -104,6 +116,15 @@ class TrainSpec(BaseModel):
     zero_stage: ZeroStage | None = None  # None: no DeepSpeed
     offload: bool = False  # DeepSpeed CPU offload (optimizer; and parameters on ZeRO-3)
     deepspeed: str | None = None  # the JSON's path; None = devtune's file for zero_stage/offload
+
+    # preference / KTO stages (dpo, kto)
+    pref_beta: float | None = Field(None, gt=0.0)
+    pref_ftx: float | None = Field(None, ge=0.0)  # weight of an SFT loss added to the preference loss
+    pref_loss: str | None = None  # PREF_LOSSES; orpo and simpo need no reference model
+    simpo_gamma: float | None = None
+    kto_chosen_weight: float | None = Field(None, gt=0.0)
+    kto_rejected_weight: float | None = Field(None, gt=0.0)
+    ref_model: str | None = None  # a separate reference model (None: LLaMA-Factory uses the policy's base)
 
     # dataset
     dataset: list[str] = Field(default_factory=list)
@@ -150,6 +171,20 @@ class TrainSpec(BaseModel):
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
+
+    @property
+    def loads_reference(self) -> bool:
+        """dpo/kto compare with a reference model, except the reference-free losses (orpo, simpo).
+        With LoRA the base with the adapter off serves as the reference (no second copy in memory); a full
+        or frozen-layer run loads a second copy of the model (or `ref_model`)."""
+        if self.stage == "kto":
+            return True
+        return self.stage == "dpo" and (self.pref_loss or "sigmoid") not in ("orpo", "simpo")
+
+    @property
+    def reference_copy(self) -> bool:
+        """A second model is held in memory as the reference."""
+        return self.loads_reference and (not self.uses_lora or self.ref_model is not None)
 
     @property
     def is_qlora(self) -> bool:

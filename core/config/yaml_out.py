@@ -17,10 +17,12 @@ from core.config.spec import TrainSpec
 CONFIGS_DIR = "configs"
 
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("model", ("model_name_or_path", "quantization_bit", "quantization_method", "trust_remote_code",
-               "flash_attn", "disable_gradient_checkpointing")),
+    ("model", ("model_name_or_path", "adapter_name_or_path", "quantization_bit", "quantization_method",
+               "trust_remote_code", "flash_attn", "disable_gradient_checkpointing")),
     ("method", ("stage", "do_train", "finetuning_type", "lora_rank", "lora_alpha", "lora_dropout", "lora_target",
-                "additional_target", "freeze_trainable_layers", "freeze_trainable_modules", "deepspeed")),
+                "additional_target", "freeze_trainable_layers", "freeze_trainable_modules", "deepspeed",
+                "pref_beta", "pref_ftx", "pref_loss", "simpo_gamma", "kto_chosen_weight", "kto_rejected_weight",
+                "ref_model")),
     ("dataset", ("dataset", "dataset_dir", "template", "cutoff_len", "max_samples", "preprocessing_num_workers",
                  "packing")),
     ("output", ("output_dir", "logging_steps", "save_steps", "plot_loss", "overwrite_output_dir", "report_to")),
