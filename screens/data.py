@@ -1,6 +1,8 @@
 """Step 1, Data: pick a file, preview its rows (as a table and as the prompt the chosen template
 renders), lint it (findings jump to their row), fix / convert / register it with a preview before
-anything is written, and read its statistics with a length histogram.
+anything is written, and read its statistics with a length histogram. "From documents" turns manuals,
+policies and FAQs (md, txt, html, docx, pdf) into question–answer pairs through a server, reviewed pair by pair
+beside their source chunk before the file is written (core/data/synth).
 
 A big file shows its first page at once: the line index is built in a worker while the person reads,
 and paging reads only the visible rows. Lint of a big file runs in worker processes, so the UI stays live.
@@ -21,15 +23,15 @@ from textual.reactive import var
 from textual.widgets import Button, Select, Static, TabbedContent, TabPane
 
 from core.i18n import _
-from screens.base import HUMAN_RATE, Job, StepScreen, step_binding
+from screens.base import HUMAN_RATE, Job, StepScreen, UserError, step_binding
 from tui.widgets.data_actions import DataActions
 from tui.widgets.data_file_tree import DataFileTree
 from tui.widgets.data_findings import DataFindings
 from tui.widgets.data_histogram import DataHistogram
+from tui.widgets.data_synth import DataSynth, ReviewTable
 from tui.widgets.row_pager import RowPager
 
 AUTO_LINT_BYTES = 64 << 20  # bigger files are linted when asked (l)
-PROCESS_LINT_BYTES = 8 << 20  # from this size lint runs in worker processes, leaving the UI thread free
 FIRST_PAGE = 60  # rows shown at once on opening; paging reads the rest through the index
 TEMPLATES = ("llama3", "qwen", "qwen3_nothink", "chatml", "alpaca", "default", "empty")
 
@@ -53,6 +55,10 @@ class DataScreen(StepScreen):
                 tooltip=_("render the preview with the next chat template")),
         Binding("j", "jump", _("Jump to row"), id="data.jump",
                 tooltip=_("show the row of the highlighted finding")),
+        Binding("d", "from_documents", _("From documents"), id="data.documents",
+                tooltip=_("generate question–answer pairs from documents through a server")),
+        step_binding("data", "stop", "synth_stop", _("Stop generating"),
+                     tooltip=_("stop generating pairs (what was answered is kept in the journal)")),
     ]
 
     # what the screen shows follows these
@@ -60,6 +66,14 @@ class DataScreen(StepScreen):
     report = var(None)  # the open file's core.data lint report, once linted
     template: var[str] = var("llama3")
     current_row = var(None, always_update=True)  # the highlighted core.data.preview.PreviewRow
+
+    @dataclass
+    class SynthOutcome:
+        output: Path
+        chunks: list
+        candidates: list
+        progress: object
+        model: str
 
     @dataclass
     class Opened:
@@ -74,6 +88,8 @@ class DataScreen(StepScreen):
 
     def __init__(self) -> None:
         super().__init__()
+        self.synth: DataScreen.SynthOutcome | None = None  # the last generation: its chunks and candidate pairs
+        self.synth_stop = threading.Event()
         self.preview = None
         self.opened_at = 0.0
         self.first_page_seconds: float | None = None
@@ -103,10 +119,13 @@ class DataScreen(StepScreen):
                         yield DataHistogram(id="data-hist-output")
                 with TabPane(_("Fix & register"), id="tab-actions"):
                     yield DataActions(id="data-actions")
+                with TabPane(_("From documents"), id="tab-synth"):
+                    yield DataSynth(id="data-synth")
 
     def on_mount(self) -> None:
         template = self.state.settings.get("data.template", "llama3")
         self.template = template if template in TEMPLATES else "llama3"
+        self._load_servers()
         remembered = self.state.dataset_file
         if remembered and self.ws.abs(remembered).is_file():
             self.open_file(self.ws.abs(remembered))
@@ -183,6 +202,7 @@ class DataScreen(StepScreen):
             self.action_lint()
 
     def action_reload(self) -> None:
+        self._load_servers()
         self.query_one(DataFileTree).reload()
         if self.path is not None and self.path.is_file():
             self.open_file(self.path)
@@ -233,15 +253,11 @@ class DataScreen(StepScreen):
 
     @staticmethod
     def _lint(job: Job, path: Path, ws) -> tuple[Path, object]:
-        import os
-
         from core.data.lint import LintOptions, lint_file
+        from core.data.parallel_scan import jobs_for
         from core.data.register import refresh_summary
 
-        # how many lint processes for a file of this size: a rule for core.data (kept here until its
-        # lint rewrite lands, so that the CLI and the wizard share it)
-        big = path.stat().st_size >= PROCESS_LINT_BYTES
-        opts = LintOptions(jobs=max(2, min(8, os.cpu_count() or 1)) if big else 1, start_method="spawn")
+        opts = LintOptions(jobs=jobs_for(path.stat().st_size), start_method="spawn")
         report = lint_file(path, opts)
         refresh_summary(report, path, ws.data_dir, ws.root)
         return path, report
@@ -357,3 +373,214 @@ class DataScreen(StepScreen):
             self.app.notify(_("wrote {path}; it is open now: lint it, then register it", path=self.ws.rel(written)),
                             timeout=6)
             self.open_file(written)
+
+
+    # ---- from documents ------------------------------------------------------------------------
+    def action_from_documents(self) -> None:
+        self.query_one("#data-tabs", TabbedContent).active = "tab-synth"
+        self.query_one("#synth-sources").focus()
+
+    def action_synth_stop(self) -> None:
+        self.synth_stop.set()
+
+    def _load_servers(self) -> None:
+        self.run_background(self._live_servers, self.ws, group="data-servers", description=_("Reading the servers"),
+                            done=self._servers_loaded)
+
+    @staticmethod
+    def _live_servers(job: Job, ws) -> tuple[list[tuple[str, str]], str | None]:
+        from core.serve.servers import list_servers
+
+        servers = [(f"{r.id} · {r.served_name}", r.id) for r in list_servers(ws)]
+        try:
+            active = ws.load_state().active_server
+        except Exception:  # a damaged state file must not hide the servers
+            active = None
+        return servers, active
+
+    def _servers_loaded(self, found) -> None:
+        servers, active = found
+        self.query_one(DataSynth).set_servers(servers, active)
+
+    @on(DataSynth.Requested)
+    def _synth_requested(self, event: DataSynth.Requested) -> None:
+        view = self.query_one(DataSynth)
+        if event.action == "stop":
+            self.action_synth_stop()
+            return
+        if event.action == "write":
+            self._synth_write(event.output)
+            return
+        if not event.sources:
+            view.status(_("name the documents or a folder first"), error=True)
+            return
+        self.clear_error()
+        if event.action == "chunks":
+            view.status(_("reading the documents…"))
+            self.run_background(self._plan, event.sources, self.ws, group="data-synth-plan",
+                                description=_("Reading the documents"), done=self._planned,
+                                failed=lambda e: view.status(str(e), error=True))
+            return
+        if not event.server:
+            view.status(_("no server to ask: start one in the Playground step or with `devtune serve MODEL` "
+                          "(the base model is fine), then ^r"), error=True)
+            return
+        if not event.output:
+            view.status(_("name the dataset file to write, e.g. data/from_docs.jsonl"), error=True)
+            return
+        self.synth_stop.clear()
+        view.status(_("starting…"))
+        self.run_background(self._generate, event.sources, event.output, event.server, self.ws, self.synth_stop,
+                            group="data-synth", description=_("Generating pairs"), progress=self._synth_progress,
+                            done=self._generated, failed=lambda e: view.status(str(e), error=True))
+
+    @staticmethod
+    def _source_paths(sources: str, ws) -> list[Path]:
+        import shlex
+
+        try:
+            names = shlex.split(sources)
+        except ValueError:
+            names = sources.split()
+        return [p if p.is_absolute() else ws.abs(p) for p in (Path(n).expanduser() for n in names)]
+
+    @staticmethod
+    def _plan(job: Job, sources: str, ws):
+        from core.data.synth.documents import DocumentError
+        from core.data.synth.pipeline import plan_chunks
+
+        try:
+            return plan_chunks(DataScreen._source_paths(sources, ws))
+        except DocumentError as exc:
+            raise UserError(str(exc)) from exc
+
+    def _chunk_rows(self, chunks) -> list[tuple]:
+        return [(Path(c.doc).name, c.index, c.tokens, c.page or "", c.heading, c.preview(120)) for c in chunks]
+
+    def _planned(self, plan) -> None:
+        view = self.query_one(DataSynth)
+        view.show_chunks(self._chunk_rows(plan.chunks))
+        view.status(_("{chunks} chunks from {docs} documents; pick the server and Generate", chunks=len(plan.chunks),
+                      docs=len(plan.documents)))
+
+    @staticmethod
+    def _generate(job: Job, sources: str, output: str, server: str, ws, stop: threading.Event):
+        import dataclasses
+
+        from core.data.synth.dataset import collect, review
+        from core.data.synth.documents import DocumentError
+        from core.data.synth.generate import Generator, SynthError, SynthOptions
+        from core.data.synth.journal import Journal, journal_path
+        from core.data.synth.pipeline import plan_chunks, resolve_endpoint
+        from core.data.synth.prompts import PromptError, workspace_prompts
+
+        try:
+            plan = plan_chunks(DataScreen._source_paths(sources, ws))
+            job.report(plan)
+            endpoint = resolve_endpoint(ws, server=server)
+            prompts = workspace_prompts(ws.configs_dir)
+        except (DocumentError, SynthError, PromptError) as exc:
+            raise UserError(str(exc)) from exc
+        out = ws.abs(output)
+        options = SynthOptions()
+        last = [0.0]
+
+        def progress(p) -> None:
+            now = time.monotonic()
+            if now - last[0] >= HUMAN_RATE:
+                last[0] = now
+                job.report(dataclasses.replace(p))
+
+        journal = Journal(journal_path(out))
+        try:
+            state = Generator(endpoint, prompts, journal, options, progress=progress,
+                              cancelled=lambda: job.cancelled or stop.is_set()).run(plan.chunks)
+        except SynthError as exc:
+            raise UserError(str(exc)) from exc
+        candidates = collect(plan.chunks, journal, endpoint.model, prompts, options)
+        review(candidates)
+        return DataScreen.SynthOutcome(out, plan.chunks, candidates, state, endpoint.model)
+
+    def _synth_progress(self, value) -> None:
+        view = self.query_one(DataSynth)
+        if hasattr(value, "chunks"):  # the plan, first
+            view.show_chunks(self._chunk_rows(value.chunks))
+            return
+        view.status(value.line())
+
+    def _generated(self, outcome: SynthOutcome) -> None:
+        from core.data.synth.filters import DEFAULT_GROUNDING
+
+        self.synth = outcome
+        p = outcome.progress
+        kept = sum(1 for c in outcome.candidates if c.kept)
+        stopped = {"cancelled": _("stopped"), "max-requests": _("request cap reached"),
+                   "max-tokens": _("token cap reached")}.get(p.stopped, _("done"))
+        self.query_one(DataSynth).status(_(
+            "{stopped}: {line}\n{kept} of {n} pairs pass the filters (grounding ≥ {t}); review them (a accept · x "
+            "reject · e edit), then Write", stopped=stopped, line=p.line(), kept=kept, n=len(outcome.candidates),
+            t=DEFAULT_GROUNDING))
+        self._show_pairs()
+        self.query_one(ReviewTable).focus()
+
+    def _show_pairs(self) -> None:
+        if self.synth is None:
+            return
+        self.query_one(DataSynth).show_pairs([(c.decision, c.kept, c.reason, c.pair.grounding, c.pair.question,
+                                               c.pair.answer, c.chunk.text) for c in self.synth.candidates])
+
+    def on_review_table_decided(self, message: ReviewTable.Decided) -> None:
+        if self.synth is None or not 0 <= message.row < len(self.synth.candidates):
+            return
+        candidate = self.synth.candidates[message.row]
+        candidate.decision = "" if candidate.decision == message.decision else message.decision
+        self._show_pairs()
+
+    def on_review_table_edit_asked(self, message: ReviewTable.EditAsked) -> None:
+        self.query_one(DataSynth).open_edit(message.row)
+
+    def on_data_synth_edited(self, message: DataSynth.Edited) -> None:
+        if self.synth is None or not 0 <= message.row < len(self.synth.candidates):
+            return
+        if not message.question.strip() or not message.answer.strip():
+            self.query_one(DataSynth).status(_("an edited pair needs a question and an answer"), error=True)
+            return
+        self.synth.candidates[message.row].edit(message.question, message.answer)
+        self._show_pairs()
+
+    def _synth_write(self, output: str) -> None:
+        view = self.query_one(DataSynth)
+        if self.synth is None:
+            view.status(_("generate the pairs first (Generate)"), error=True)
+            return
+        out = self.ws.abs(output) if output else self.synth.output
+        if not any(c.kept for c in self.synth.candidates):
+            view.status(_("no pair is kept: accept some (a) before writing"), error=True)
+            return
+        if out.exists():
+            from tui.widgets.confirm import ConfirmScreen
+
+            self.app.push_screen(ConfirmScreen(_("{path} exists. Replace it with the reviewed pairs?",
+                                                 path=self.ws.rel(out))),
+                                 lambda ok: self._write_pairs(out, True) if ok else None)
+            return
+        self._write_pairs(out, False)
+
+    def _write_pairs(self, out: Path, force: bool) -> None:
+        self.run_background(self._write_dataset, out, self.synth.candidates, force, group="data-synth-write",
+                            description=_("Writing the pairs"), done=self._pairs_written)
+
+    @staticmethod
+    def _write_dataset(job: Job, out: Path, candidates: list, force: bool):
+        from core.data.synth.dataset import write_dataset
+
+        return write_dataset(out, candidates, force=force)
+
+    def _pairs_written(self, files) -> None:
+        self.query_one(DataSynth).status(_("wrote {rows} pairs to {path} ({rejects} with the rest, {prov} with the "
+                                           "source of each row)", rows=files.rows, path=self.ws.rel(files.output),
+                                           rejects=self.ws.rel(files.rejects), prov=self.ws.rel(files.provenance)))
+        self.query_one(DataFileTree).reload()
+        self.app.notify(_("wrote {path}; it is open now: lint it, then register it", path=self.ws.rel(files.output)),
+                        timeout=6)
+        self.open_file(files.output)

@@ -63,7 +63,7 @@ class FaultServer:
                         return self._json(int(fault), {"error": {"message": f"injected {fault}"}})
                     prompt = body["messages"][-1]["content"]
                     kind = body["response_format"]["json_schema"]["name"]
-                    excerpt = re.search(r"<excerpt>\n(.*?)\n</excerpt>", prompt, re.S).group(1)
+                    excerpt = re.search(r"<excerpt>\n(.*?)\n</excerpt>", prompt, re.DOTALL).group(1)
                     sentences = [s.strip() for s in re.split(r"(?<=[.。])\s*", excerpt.split("\n\n", 1)[-1])
                                  if s.strip()]
                     if kind == "questions":

@@ -4,8 +4,15 @@ import pytest
 
 from core.data.synth.chunks import chunk_document, count_tokens, sections
 from core.data.synth.documents import Document, DocumentError, find_documents, read_document
-from tests.synth_documents import (write_all, write_docx, write_gbk_text, write_html, write_markdown, write_pdf,
-                                   write_scanned_pdf)
+from tests.synth_documents import (
+    write_all,
+    write_docx,
+    write_gbk_text,
+    write_html,
+    write_markdown,
+    write_pdf,
+    write_scanned_pdf,
+)
 
 
 def test_markdown_keeps_its_headings_and_chunks_by_them(tmp_path):

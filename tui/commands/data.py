@@ -108,6 +108,7 @@ def _synth_parser(dsub, add_common) -> None:
                      help=_("max_tokens of one reply (default 512)"))
     syn.add_argument("--questions", type=int, default=3, metavar="N", help=_("questions per chunk (default 3)"))
     syn.add_argument("--temperature", type=float, default=0.7, metavar="T", help=_("sampling temperature (0.7)"))
+    syn.add_argument("--seed", type=int, metavar="N", help=_("the server's sampling seed, for replies that repeat"))
     syn.add_argument("--chunk-tokens", type=int, default=512, metavar="N",
                      help=_("token budget of a chunk (default 512)"))
     syn.add_argument("--overlap", type=int, default=48, metavar="N",
@@ -128,7 +129,8 @@ def _scan_options(p) -> None:
     p.add_argument("--tokenizer", metavar="PATH", help=_("count tokens with this tokenizer (model folder or "
                                                          "tokenizer.json) instead of estimating"))
     p.add_argument("--jobs", type=int, default=0, metavar="N",
-                   help=_("worker processes for big JSON Lines files (default: the number of CPUs, up to 8)"))
+                   help=_("worker processes for big JSON Lines files (default: one below 8 MiB, else the number "
+                        "of CPUs, up to 8)"))
 
 
 # ------------------------------------------------------------------ helpers
@@ -147,8 +149,10 @@ def _path(args, name: str = "file"):
     return p
 
 
-def _jobs(n: int) -> int:
-    return n if n > 0 else max(1, min(8, os.cpu_count() or 1))
+def _jobs(n: int, size: int) -> int:
+    from core.data.parallel_scan import jobs_for
+
+    return jobs_for(size, n)
 
 
 class _Progress:
@@ -194,7 +198,7 @@ def _lint(args, path):
     progress = _Progress(size)
     try:
         return lint_file(path, LintOptions(cutoff_len=args.cutoff_len, tokenizer=args.tokenizer,
-                                           near_dups=getattr(args, "near_dups", False), jobs=_jobs(args.jobs)),
+                                           near_dups=getattr(args, "near_dups", False), jobs=_jobs(args.jobs, size)),
                          progress)
     finally:
         progress.done()
@@ -495,7 +499,8 @@ def run_synth(args) -> int:
         err(str(exc))
         return 2
     options = SynthOptions(questions=args.questions, concurrency=args.concurrency, max_requests=args.max_requests,
-                           max_tokens=args.max_tokens, reply_tokens=args.reply_tokens, temperature=args.temperature)
+                           max_tokens=args.max_tokens, reply_tokens=args.reply_tokens, temperature=args.temperature,
+                           seed=args.seed)
     print(_("{chunks} chunks from {docs} documents → {model} at {url} ({n} at a time); prompts in {prompts}",
             chunks=len(plan.chunks), docs=len(plan.documents), model=endpoint.model, url=endpoint.url,
             n=options.concurrency, prompts=prompts.folder), file=sys.stderr)

@@ -12,12 +12,12 @@ pypdf and python-docx are imported inside the readers: importing this module cos
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Iterable
 
-from core.data.encoding import BINARY, GB18030, guess_encoding_bytes, decode_line
+from core.data.encoding import BINARY, GB18030, decode_line, guess_encoding_bytes
 from core.i18n import _
 
 KINDS = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".text": "text", ".html": "html",

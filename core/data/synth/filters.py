@@ -85,7 +85,6 @@ class Pair:
 def apply_filters(pairs: list[Pair], *, min_grounding: float = DEFAULT_GROUNDING) -> Counter:
     """Set `grounding` and `reason` on each pair (in order: earlier pairs win duplicates); the count per reason."""
     from datasketch import MinHash, MinHashLSH
-
     from xxhash import xxh32_intdigest
 
     lsh = MinHashLSH(threshold=LSH_THRESHOLD, num_perm=NUM_PERM)

@@ -21,8 +21,8 @@ import json
 import random
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from xxhash import xxh3_64_hexdigest
 
@@ -52,6 +52,7 @@ class SynthOptions:
     max_tokens: int | None = None  # hard cap on prompt + completion tokens (the server's usage)
     reply_tokens: int = 512  # max_tokens of one reply
     temperature: float = 0.7
+    seed: int | None = None  # the server's sampling seed (vLLM honours it): the same replies on every run
     retries: int = 4  # attempts after the first, on transient errors
     backoff_s: float = 0.5  # first back-off; doubled on each retry, with jitter
     timeout_s: float = 180.0
@@ -109,13 +110,15 @@ class Request:
     index: int = 0  # the question's index within its chunk
 
     def body(self, model: str, options: SynthOptions) -> dict:
-        return {"model": model, "messages": [{"role": "user", "content": self.prompt}],
+        seed = {} if options.seed is None else {"seed": options.seed}
+        return {**seed, "model": model, "messages": [{"role": "user", "content": self.prompt}],
                 "temperature": options.temperature, "max_tokens": options.reply_tokens, "stream": False,
                 "response_format": {"type": "json_schema",
                                     "json_schema": {"name": self.kind, "schema": self.schema, "strict": True}}}
 
     def key(self, model: str, options: SynthOptions) -> str:
-        basis = json.dumps([self.kind, model, options.temperature, options.reply_tokens, self.prompt, self.schema],
+        basis = json.dumps([self.kind, model, options.temperature, options.reply_tokens, self.prompt, self.schema]
+                           + ([] if options.seed is None else [options.seed]),
                            ensure_ascii=False, sort_keys=True)
         return xxh3_64_hexdigest(basis.encode("utf-8", "surrogatepass"))
 
@@ -299,7 +302,7 @@ class Generator:
 
     def _count(self, entry: dict) -> None:
         if entry["kind"] == "answer":
-            answer, problem = parse_answer(entry)
+            _answer, problem = parse_answer(entry)
             if problem or entry.get("error"):
                 self.state.errors += 1
             else:

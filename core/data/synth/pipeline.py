@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from core.data.synth.chunks import DEFAULT_BUDGET, DEFAULT_OVERLAP, Chunk, chunk_document
 from core.data.synth.dataset import collect, review, write_dataset
@@ -55,7 +55,7 @@ def resolve_endpoint(ws, *, server: str | None = None, api_base: str | None = No
     if api_base:
         key = os.environ.get(key_env) or None
         url = api_base.rstrip("/")
-        url = url[: -len("/v1")] if url.endswith("/v1") else url
+        url = url.removesuffix("/v1")
         try:
             models = list_models(url, key, timeout=10.0)
         except ChatError as exc:

@@ -1,0 +1,116 @@
+"""The Data step's "From documents" view in the real app: documents named, chunks listed, the server picked,
+pairs generated (by the fault-injecting server on 127.0.0.1, registered as a workspace server), reviewed —
+accepted, rejected, edited beside their source chunk — and written; the written file opens and is linted."""
+
+import json
+import os
+import time
+
+import psutil
+import pytest
+from textual.widgets import DataTable, Input, Static, TabbedContent, TextArea
+
+from core.serve.servers import ServerRecord, write_server
+from core.train.runs import ProcessRef
+from screens.data import DataScreen
+from tests.synth_documents import write_all
+from tests.synth_server import FaultServer
+from tests.tui.helpers import wait_until
+from tui.app import DevtuneApp
+from tui.widgets.data_synth import DataSynth, ReviewTable
+
+
+@pytest.fixture
+def served(workspace):
+    server = FaultServer()
+    port = int(server.url.rsplit(":", 1)[1])
+    key_file = workspace.servers_dir / "fake-1" / "api_key"
+    key_file.parent.mkdir(parents=True)
+    key_file.write_text("k")
+    me = psutil.Process(os.getpid())
+    write_server(workspace, ServerRecord(id="fake-1", backend="vllm", model="models/x", served_name="fake-model",
+                                         host="127.0.0.1", port=port, argv=["x"], api_key_file=str(
+                                             key_file.relative_to(workspace.root)),
+                                         process=ProcessRef(pid=me.pid, create_time=me.create_time()),
+                                         status="ready", started=time.time()))
+    write_all(workspace.root / "docs")
+    yield workspace, server
+    server.close()
+
+
+def status(screen) -> str:
+    return str(screen.query_one("#synth-status", Static).render())
+
+
+async def test_documents_to_reviewed_pairs_to_an_open_linted_file(served):
+    ws, server = served
+    app = DevtuneApp(ws, watch_terminal=False)
+    async with app.run_test(size=(140, 50)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, DataScreen) and app.screen.is_mounted)
+        screen = app.screen
+        await pilot.press("d")  # the step's key for the view, wherever the focus is
+        assert screen.query_one("#data-tabs", TabbedContent).active == "tab-synth"
+        view = screen.query_one(DataSynth)
+        await wait_until(pilot, lambda: view.query_one("#synth-server").value == "fake-1")
+        view.query_one("#synth-sources", Input).value = "docs"
+        view.query_one("#synth-output", Input).value = "data/docs_qa.jsonl"
+        await pilot.click("#synth-chunks-button")
+        chunks = view.query_one("#synth-chunks", DataTable)
+        await wait_until(pilot, lambda: chunks.row_count >= 10)
+        assert "chunks from 5 documents" in status(screen)
+        await pilot.click("#synth-generate")
+        review = view.query_one(ReviewTable)
+        await wait_until(pilot, lambda: screen.synth is not None and review.row_count > 0, timeout=60)
+        assert "pairs pass the filters" in status(screen)
+        total = len(screen.synth.candidates)
+        kept_before = sum(c.kept for c in screen.synth.candidates)
+        assert kept_before > 0 and review.row_count == total
+        # the highlighted pair is shown beside its source chunk
+        first = screen.synth.candidates[0]
+        source = str(view.query_one("#synth-source-text", Static).render())
+        assert first.pair.question in source and first.chunk.text.splitlines()[0] in source
+        # reject the first, edit the second
+        review.focus()
+        review.move_cursor(row=0)
+        await pilot.press("x")
+        assert screen.synth.candidates[0].decision == "rejected" and not screen.synth.candidates[0].kept
+        review.move_cursor(row=1)
+        await pilot.press("e")
+        await wait_until(pilot, lambda: view.editing == 1)
+        view.query_one("#synth-edit-question", TextArea).text = "How long is the warranty on a phone?"
+        view.query_one("#synth-edit-answer", TextArea).text = "Every device has a two-year warranty."
+        await pilot.pause()
+        await pilot.click("#synth-edit-save")
+        edited = screen.synth.candidates[1]
+        assert edited.edited and edited.kept and edited.pair.question == "How long is the warranty on a phone?"
+        view.query_one("#synth-write").scroll_visible(animate=False)
+        await pilot.pause()
+        await pilot.click("#synth-write")
+        out = ws.data_dir / "docs_qa.jsonl"
+        await wait_until(pilot, lambda: screen.path == out and screen.report is not None, timeout=30)
+        rows = [json.loads(x) for x in out.read_text().splitlines()]
+        assert len(rows) == sum(c.kept for c in screen.synth.candidates)
+        assert {"instruction": "How long is the warranty on a phone?", "input": "",
+                "output": "Every device has a two-year warranty."} in rows
+        prov = [json.loads(x) for x in (ws.data_dir / "docs_qa.provenance.jsonl").read_text().splitlines()]
+        assert any(p["edited"] for p in prov)
+        rejects = [json.loads(x) for x in (ws.data_dir / "docs_qa.rejects.jsonl").read_text().splitlines()]
+        assert any(r["reason"] == "reviewer" for r in rejects)
+        assert screen.report.errors == 0  # the written file flows into lint like any other
+
+
+async def test_no_server_and_bad_documents_are_said_in_the_view(workspace, tmp_path):
+    (workspace.root / "docs").mkdir()
+    (workspace.root / "docs" / "scan.pdf").write_bytes(b"%PDF-1.4 nothing")
+    app = DevtuneApp(workspace, watch_terminal=False)
+    async with app.run_test(size=(140, 50)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, DataScreen) and app.screen.is_mounted)
+        screen = app.screen
+        await pilot.press("d")
+        view = screen.query_one(DataSynth)
+        view.query_one("#synth-sources", Input).value = "docs"
+        await pilot.click("#synth-generate")
+        await wait_until(pilot, lambda: "no server to ask" in status(screen))
+        await pilot.click("#synth-chunks-button")
+        await wait_until(pilot, lambda: "scan.pdf" in status(screen))
+        assert "-error" in view.query_one("#synth-status").classes

@@ -1,0 +1,254 @@
+"""DataSynth: the Data step's "From documents" view — documents in, reviewed question–answer pairs out.
+
+The person names files or a folder (workspace-relative), sees the chunks, picks the server, starts the
+generation and watches its progress, then reviews each pair beside its source chunk: accept (a), reject (x) or
+edit (e) it, before Write. The widget only collects choices and shows what it is given; it posts `Requested`
+and the screen runs the work (`screens/data.py`, through the step base's background API).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.widgets import Button, DataTable, Input, Select, Static, TextArea
+
+from core.i18n import _
+from tui.widgets.titled import titled
+
+MARKS = {"accepted": "✓", "rejected": "✗", "": ""}
+
+
+class ReviewTable(DataTable):
+    """The candidate pairs; a / x / e act on the highlighted one."""
+
+    BINDINGS = [
+        Binding("a", "decide('accepted')", _("Accept pair"), id="data.synth-accept",
+                tooltip=_("keep the highlighted pair, whatever the filters said")),
+        Binding("x", "decide('rejected')", _("Reject pair"), id="data.synth-reject",
+                tooltip=_("leave the highlighted pair out of the file")),
+        Binding("e", "edit", _("Edit pair"), id="data.synth-edit",
+                tooltip=_("edit the highlighted question and answer")),
+    ]
+
+    @dataclass
+    class Decided(Message):
+        row: int
+        decision: str
+
+    @dataclass
+    class EditAsked(Message):
+        row: int
+
+    def action_decide(self, decision: str) -> None:
+        if self.row_count:
+            self.post_message(self.Decided(self.cursor_row, decision))
+
+    def action_edit(self) -> None:
+        if self.row_count:
+            self.post_message(self.EditAsked(self.cursor_row))
+
+
+class DataSynth(VerticalScroll):
+    DEFAULT_CSS = """
+    DataSynth {
+        height: 1fr;
+        padding: 0 1;
+    }
+    DataSynth Horizontal {
+        height: auto;
+    }
+    DataSynth Input {
+        width: 1fr;
+    }
+    DataSynth #synth-server {
+        width: 40;
+    }
+    DataSynth Button {
+        margin-left: 1;
+        min-width: 10;
+    }
+    DataSynth #synth-status {
+        height: auto;
+        padding: 0 1;
+        border: round $panel-lighten-2;
+    }
+    DataSynth #synth-status.-error {
+        border: round $error;
+    }
+    DataSynth #synth-chunks {
+        height: 8;
+    }
+    DataSynth #synth-review-row {
+        height: 16;
+    }
+    DataSynth #synth-review {
+        width: 1fr;
+    }
+    DataSynth #synth-source {
+        width: 1fr;
+        border: round $panel-lighten-2;
+        padding: 0 1;
+    }
+    DataSynth #synth-edit {
+        height: auto;
+        display: none;
+    }
+    DataSynth #synth-edit.-visible {
+        display: block;
+    }
+    DataSynth TextArea {
+        height: 5;
+    }
+    """
+
+    @dataclass
+    class Requested(Message):
+        action: str  # chunks | generate | stop | write
+        sources: str = ""
+        output: str = ""
+        server: str = ""
+
+    @dataclass
+    class Edited(Message):
+        row: int
+        question: str
+        answer: str
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.editing: int | None = None
+        self._sources: list[str] = []  # the review rows' source chunk texts, in row order
+
+    def compose(self) -> ComposeResult:
+        with Horizontal():
+            yield titled(Input(placeholder=_("docs/ or manual.pdf faq.docx"), id="synth-sources"),
+                         _("documents or folders (workspace-relative, space-separated)"))
+            yield Button(_("Chunks"), id="synth-chunks-button")
+        with Horizontal():
+            yield titled(Select([], prompt=_("no server running"), id="synth-server"), _("server"))
+            yield titled(Input(value="data/from_docs.jsonl", id="synth-output"), _("dataset file to write"))
+            yield Button(_("Generate"), id="synth-generate", variant="primary")
+            yield Button(_("Stop"), id="synth-stop")
+            yield Button(_("Write"), id="synth-write", variant="success")
+        yield Static(_("Name documents, list their chunks, pick a server (`devtune serve` the base model), "
+                       "Generate, review, Write."), id="synth-status", markup=False)
+        yield titled(DataTable(id="synth-chunks", zebra_stripes=True, cursor_type="row"), _("chunks"))
+        with Horizontal(id="synth-review-row"):
+            yield titled(ReviewTable(id="synth-review", zebra_stripes=True, cursor_type="row"),
+                         _("pairs: a accept · x reject · e edit"))
+            with VerticalScroll(id="synth-source"):
+                yield Static("", id="synth-source-text", markup=False)
+        with Vertical(id="synth-edit"):
+            yield titled(TextArea(id="synth-edit-question"), _("question"))
+            yield titled(TextArea(id="synth-edit-answer"), _("answer"))
+            with Horizontal():
+                yield Button(_("Save edit"), id="synth-edit-save", variant="primary")
+                yield Button(_("Cancel"), id="synth-edit-cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#synth-source", VerticalScroll).border_title = _("source chunk")
+        chunks = self.query_one("#synth-chunks", DataTable)
+        for label, width in ((_("file"), 22), (_("#"), 4), (_("tokens"), 7), (_("page"), 5), (_("heading"), 28),
+                             (_("text"), 60)):
+            chunks.add_column(label, width=width)
+        review = self.query_one(ReviewTable)
+        for label, width in (("", 2), (_("kept"), 5), (_("reason"), 14), (_("grounding"), 9), (_("question"), 60)):
+            review.add_column(label, width=width)
+
+    # ---- what the person asks -----------------------------------------------------------------
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        bid = event.button.id or ""
+        if bid == "synth-edit-save":
+            event.stop()
+            if self.editing is not None:
+                self.post_message(self.Edited(self.editing, self.query_one("#synth-edit-question", TextArea).text,
+                                              self.query_one("#synth-edit-answer", TextArea).text))
+            self.close_edit()
+            return
+        if bid == "synth-edit-cancel":
+            event.stop()
+            self.close_edit()
+            return
+        action = {"synth-chunks-button": "chunks", "synth-generate": "generate", "synth-stop": "stop",
+                  "synth-write": "write"}.get(bid)
+        if action:
+            event.stop()
+            self.request(action)
+
+    def request(self, action: str) -> None:
+        server = self.query_one("#synth-server", Select).value
+        self.post_message(self.Requested(action, sources=self.query_one("#synth-sources", Input).value.strip(),
+                                         output=self.query_one("#synth-output", Input).value.strip(),
+                                         server="" if server == Select.NULL else str(server)))
+
+    # ---- what the screen hands back ------------------------------------------------------------
+    def set_servers(self, servers: list[tuple[str, str]], active: str | None = None) -> None:
+        """(label, id) of the live servers."""
+        select = self.query_one("#synth-server", Select)
+        select.set_options(servers)
+        ids = [sid for _label, sid in servers]
+        if ids:
+            select.value = active if active in ids else ids[0]
+
+    def status(self, text: str, *, error: bool = False) -> None:
+        box = self.query_one("#synth-status", Static)
+        box.update(text)
+        box.set_class(error, "-error")
+
+    def show_chunks(self, rows: list[tuple[str, int, int, str, str, str]]) -> None:
+        table = self.query_one("#synth-chunks", DataTable)
+        table.clear()
+        for row in rows:
+            table.add_row(*(str(v) for v in row))
+
+    def show_pairs(self, rows: list[tuple[str, bool, str, float, str, str, str]]) -> None:
+        """(decision, kept, reason, grounding, question, answer, source chunk) per candidate."""
+        review = self.query_one(ReviewTable)
+        cursor = review.cursor_row if review.row_count else 0
+        review.clear()
+        self._rows = rows
+        for decision, kept, reason, grounding, question, _answer, _chunk in rows:
+            review.add_row(MARKS.get(decision, ""), "✓" if kept else "", reason, f"{grounding:.2f}",
+                           _cell(question) or _("(no question)"))
+        if rows:
+            review.move_cursor(row=min(cursor, len(rows) - 1))
+            self._show_source(review.cursor_row)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == "synth-review":
+            self._show_source(event.cursor_row)
+
+    def _show_source(self, row: int) -> None:
+        rows = getattr(self, "_rows", [])
+        if not 0 <= row < len(rows):
+            return
+        _decision, _kept, _reason, _g, question, answer, chunk = rows[row]
+        self.query_one("#synth-source-text", Static).update(
+            _("Q: {question}\n\nA: {answer}\n\n── source ──\n{chunk}", question=question, answer=answer or "-",
+              chunk=chunk))
+
+    def open_edit(self, row: int) -> None:
+        rows = getattr(self, "_rows", [])
+        if not 0 <= row < len(rows):
+            return
+        self.editing = row
+        self.query_one("#synth-edit-question", TextArea).text = rows[row][4]
+        self.query_one("#synth-edit-answer", TextArea).text = rows[row][5]
+        box = self.query_one("#synth-edit")
+        box.add_class("-visible")
+        self.query_one("#synth-edit-question", TextArea).focus()
+        self.call_after_refresh(box.scroll_visible, animate=False)
+
+    def close_edit(self) -> None:
+        self.editing = None
+        self.query_one("#synth-edit").remove_class("-visible")
+        self.query_one(ReviewTable).focus()
+
+
+def _cell(text: str, width: int = 120) -> str:
+    s = " ".join(text.split())
+    return s if len(s) <= width else s[: width - 1] + "…"
