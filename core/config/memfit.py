@@ -47,7 +47,7 @@ VERDICTS = ("fits", "tight", "does_not_fit", "unknown")
 
 @dataclass(frozen=True)
 class MemoryPart:
-    key: str  # weights | trainable | gradients | optimizer | activations | logits | buffers | runtime
+    key: str  # weights | reference | trainable | gradients | optimizer | activations | logits | buffers | runtime
     bytes: int
 
     @property
@@ -91,6 +91,7 @@ def part_label(key: str) -> str:
     return {
         "weights": _("frozen weights"),
         "trainable": _("trainable weights"),
+        "reference": _("reference model"),
         "gradients": _("gradients"),
         "optimizer": _("optimizer state"),
         "activations": _("activations"),
@@ -220,8 +221,18 @@ def estimate(spec: TrainSpec, shape: ModelShape, target: GpuTarget | None, *,
                 trainable = 0.0
                 grads = 0.0
 
-    acts = activation_bytes(spec, shape, seq, batch, act_b)
-    logits = batch * seq * shape.vocab * (act_b + 4 + 4)
+    # dpo / kto: each step runs the chosen and the rejected (KTO: the KL) sequences together, twice the rows
+    rows = batch * (2 if spec.stage in ("dpo", "kto") else 1)
+    acts = activation_bytes(spec, shape, seq, rows, act_b)
+    logits = rows * seq * shape.vocab * (act_b + 4 + 4)
+    reference = 0.0
+    if spec.reference_copy:  # full / freeze (or a separate ref_model): a second, frozen copy of the model
+        reference = shape.params * w_b / (n if stage == 3 else 1)
+        notes.append(_("{stage}: a frozen reference copy of the model is held beside the one that trains",
+                       stage=spec.stage))
+    elif spec.loads_reference:
+        notes.append(_("{stage} with LoRA: the base model with the adapter switched off serves as the reference "
+                       "(no second copy)", stage=spec.stage))
 
     buffers = 0.0
     if stage == 2 or stage == 0:
@@ -240,8 +251,8 @@ def estimate(spec: TrainSpec, shape: ModelShape, target: GpuTarget | None, *,
         notes.append(_("mixture-of-experts model: all experts counted in the weights, active ones in activations"))
 
     parts = tuple(MemoryPart(k, int(v)) for k, v in (
-        ("weights", frozen), ("trainable", trainable), ("gradients", grads), ("optimizer", optim),
-        ("activations", acts), ("logits", logits), ("buffers", buffers), ("runtime", runtime)) if v > 0)
+        ("weights", frozen), ("reference", reference), ("trainable", trainable), ("gradients", grads),
+        ("optimizer", optim), ("activations", acts), ("logits", logits), ("buffers", buffers), ("runtime", runtime)) if v > 0)
     return FitEstimate(
         parts=parts,
         capacity_bytes=target.memory_bytes if target else None,

@@ -16,6 +16,7 @@ from typing import Callable
 
 from core.config.rule_context import SEVERITIES, ConfigFinding, RuleContext
 from core.config.rules_data import rule_batch, rule_data
+from core.config.rules_stage import rule_stage
 from core.config.spec import TrainSpec, value
 from core.config.templates import default_template
 from core.config.yaml_out import deepspeed_path
@@ -261,8 +262,8 @@ def rule_kept(spec: TrainSpec, ctx: RuleContext) -> list[ConfigFinding]:
                                              keys=", ".join(spec.extra)), None)]
 
 
-RULES: tuple[Rule, ...] = (rule_model, rule_method, rule_template, rule_data, rule_batch, rule_precision,
-                           rule_distributed, rule_output, rule_fit, rule_kept)
+RULES: tuple[Rule, ...] = (rule_model, rule_method, rule_template, rule_data, rule_stage, rule_batch,
+                           rule_precision, rule_distributed, rule_output, rule_fit, rule_kept)
 
 
 def check_rules(spec: TrainSpec, ctx: RuleContext) -> list[ConfigFinding]:
