@@ -57,9 +57,6 @@ def rule_model(spec: TrainSpec, ctx: RuleContext) -> list[ConfigFinding]:
 
 def rule_method(spec: TrainSpec, ctx: RuleContext) -> list[ConfigFinding]:
     out: list[ConfigFinding] = []
-    if spec.stage != "sft":
-        out.append(ConfigFinding("error", "stage.unsupported", _("stage {stage}: devtune's Config step writes SFT runs "
-                                                           "only", stage=spec.stage), "stage"))
     if spec.is_qlora:
         bits = value(spec, "quantization_bit")
         if bits not in (4, 8):

@@ -229,6 +229,11 @@ class RateWindow:
         return (n1 - n0) / (t1 - t0)
 
 
+# what dpo / kto print in their loss dicts on stdout (TRL's DPOTrainer / KTOTrainer), charted beside the loss
+STAGE_METRICS: tuple[str, ...] = ("rewards/chosen", "rewards/rejected", "rewards/margins", "rewards/accuracies",
+                                  "kl")
+
+
 @dataclass(frozen=True)
 class ProgressSnapshot:
     step: int = 0
@@ -244,6 +249,7 @@ class ProgressSnapshot:
     eta_s: float | None = None
     resumed_at: tuple[int, ...] = ()
     anomalies: tuple[Anomaly, ...] = ()  # active now, errors first
+    stage_metrics: tuple[tuple[str, float], ...] = ()  # dpo / kto: the latest (STAGE_METRICS key, value)
 
     @property
     def fraction(self) -> float | None:
@@ -264,6 +270,7 @@ class RunMetrics:
         self.lr = Series()
         self.steps_per_s = Series()
         self.grad_norm: list[float] = []  # from stdout, in order (it has no step)
+        self.stage: dict[str, Series] = {}  # STAGE_METRICS key → its series (dpo / kto runs), from stdout
         self._epochs: list[tuple[float, int]] = []  # (epoch, step) of the loss records
         self.detector = AnomalyDetector(window=self.window)
         self.resumes: list[int] = []
@@ -332,6 +339,11 @@ class RunMetrics:
     def add_loss_dicts(self, dicts: list[LossDict]) -> list[Anomaly]:
         found: list[Anomaly] = []
         for d in dicts:
+            if d.kind == "train":
+                for key in STAGE_METRICS:
+                    if key in d.values:
+                        step = self._step_of_epoch(d.values.get("epoch"))
+                        self.stage.setdefault(key, Series()).add(step, d.values[key])
             if d.kind == "train" and "grad_norm" in d.values:
                 value = d.values["grad_norm"]
                 self.grad_norm.append(value)
@@ -375,6 +387,8 @@ class RunMetrics:
             tokens_per_s=self._token_rate.rate,
             elapsed_s=self._elapsed if r is not None and r.elapsed_s is not None else (bar.elapsed_s if bar else None),
             eta_s=eta, resumed_at=tuple(self.resumes), anomalies=tuple(active),
+            stage_metrics=tuple((k, self.stage[k].last) for k in STAGE_METRICS
+                                if k in self.stage and self.stage[k].last is not None),
         )
 
 

@@ -46,6 +46,12 @@ def register(sub, add_common) -> list[str]:
     init.add_argument("--dataset", metavar="NAMES",
                       help=_("dataset name(s) from dataset_info.json, comma-separated"))
     init.add_argument("--method", choices=("lora", "qlora", "full", "freeze"), help=_("fine-tuning method"))
+    init.add_argument("--stage", choices=("pt", "sft", "dpo", "kto"),
+                      help=_("training stage: pt (raw text), sft, dpo (preference pairs), kto (tagged answers)"))
+    init.add_argument("--pref-loss", choices=("sigmoid", "orpo", "simpo"),
+                      help=_("dpo loss: sigmoid (DPO), orpo or simpo (no reference model)"))
+    init.add_argument("--adapter", metavar="PATH",
+                      help=_("an adapter to start from, e.g. the SFT run's folder saves/RUN"))
     init.add_argument("--gpus", type=int, metavar="N", help=_("GPUs per node"))
     init.add_argument("--nodes", type=int, metavar="N", help=_("number of nodes"))
     init.add_argument("--master-addr", metavar="HOST", help=_("address of node 0 (multi-node)"))
@@ -123,7 +129,14 @@ def _overrides(args, spec):
     if launch:
         update["launch"] = spec.launch.model_copy(update=launch).model_dump()
     data = {**spec.model_dump(), **update}
-    return TrainSpec.model_validate(data), bool(update)
+    spec = TrainSpec.model_validate(data)
+    if args.stage or args.pref_loss or args.adapter:
+        from core.config.stages import with_stage
+
+        spec = with_stage(spec, args.stage or ("dpo" if args.pref_loss else spec.stage), pref_loss=args.pref_loss,
+                          adapter=args.adapter)
+        update["stage"] = spec.stage
+    return spec, bool(update)
 
 
 def _cached_catalog(ws):
