@@ -190,7 +190,7 @@ class TrainScreen(StepScreen):
         if u.diagnoses:
             box.show_diagnoses(u.diagnoses, u.record.note)
         elif u.record.active:
-            box.show_anomalies(list(u.snapshot.anomalies))
+            box.show_anomalies(list(u.snapshot.anomalies), stall=u.stall)
         if u.ended_now or event.first:
             self._record_outcome(u)
             if u.ended_now:
@@ -211,7 +211,8 @@ class TrainScreen(StepScreen):
         bar = self.query_one("#train-bar-progress", ProgressBar)
         if snap.total:
             bar.update(total=snap.total, progress=snap.step)
-        self.query_one("#train-progress", Static).update(progress_line(snap))
+        extra = u.throughput.text() if u.throughput is not None else ""
+        self.query_one("#train-progress", Static).update(progress_line(snap) + (f"  {extra}" if extra else ""))
         r = u.record
         state = status_label(r.status)
         where = f"{r.output_dir or ''}  ·  {r.config or ''}"

@@ -106,3 +106,100 @@ def what_would_raise_it(spec_values: dict, *, memory_headroom: float | None, ven
         out.append(Speedup("small", _("below 20 % MFU with nothing left to tune: the model or the batch may be too "
                                       "small for these GPUs")))
     return out
+
+
+@dataclass(frozen=True)
+class RunShape:
+    """What MFU and the estimate need to know about a run, read once from its config and the workspace."""
+
+    params: float | None
+    method: str  # lora | qlora | full | freeze
+    gpu: str | None  # core.config.gpu_catalog id; None on a CPU run or an unknown GPU
+    vendor: str | None  # amd | nvidia; None on a CPU run
+    devices: int
+    tokens_per_step: float | None  # effective batch x the dataset's median row length in tokens
+    settings: tuple = ()  # (key, value) of the config's speed settings: packing, flash_attn, liger, checkpointing
+    memory_headroom: float | None = None  # the share of a device the memory fit leaves free
+
+
+def run_shape(ws, config_path: str | None) -> RunShape | None:
+    """From the run's YAML (core.config), the model's config.json, the doctor's GPUs and the Data step's
+    token statistics; None when the config cannot be read."""
+    import json
+
+    from core.config.files import fit_targets, found_gpus, load_spec
+    from core.config.gpu_catalog import gpu_model, match_gpu
+    from core.config.memfit import estimate
+    from core.config.model_shapes import shape_from_config, shape_from_name
+    from core.config.spec import effective_batch, value
+    from core.data.summary import load_summary
+
+    try:
+        spec = load_spec(ws, config_path)
+    except Exception:  # a YAML edited into something unreadable: no figures, the rest of monitor goes on
+        return None
+    model = str(value(spec, "model_name_or_path") or "")
+    shape = None
+    try:
+        shape = shape_from_config(json.loads((ws.abs(model) / "config.json").read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError):
+        shape = shape_from_name(model)
+    method = "qlora" if spec.is_qlora else str(value(spec, "finetuning_type") or "lora")
+    gpu = vendor = None
+    devices = 0
+    if spec.launch.device == "gpu":
+        devices = spec.launch.world_size
+        found = found_gpus(ws)
+        catalog = match_gpu(found[0][0]) if found else gpu_model(spec.launch.gpu_model or "")
+        if catalog is not None:
+            gpu, vendor = catalog.id, catalog.vendor
+    tokens = None
+    datasets = value(spec, "dataset") or []
+    summary = load_summary(ws.root, datasets[0]) if datasets else None
+    if summary is not None and summary.token_percentiles.get("p50"):
+        cutoff = value(spec, "cutoff_len") or summary.token_percentiles["p50"]
+        tokens = effective_batch(spec) * min(summary.token_percentiles["p50"], cutoff)
+    settings = tuple((key, value(spec, key)) for key in ("packing", "neat_packing", "flash_attn", "enable_liger_kernel",
+                                                           "disable_gradient_checkpointing"))
+    headroom = None
+    targets = fit_targets(spec, found_gpus(ws)) if devices else []
+    if shape is not None and targets:
+        ratio = estimate(spec, shape, targets[0]).ratio
+        headroom = None if ratio is None else max(0.0, 1.0 - ratio)
+    return RunShape(shape.params if shape else None, method, gpu, vendor, devices, tokens, settings, headroom)
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """What monitor and the Train step show: tokens/s (measured or estimated), MFU and what would raise it."""
+
+    rate: TokenRate
+    mfu: float | None
+    applicable: bool  # False on a CPU run: MFU means nothing there
+    advice: tuple = ()
+
+    @classmethod
+    def of(cls, snap, shape: RunShape | None) -> "Throughput":
+        tokens_per_step = shape.tokens_per_step if shape else None
+        rate = token_rate(snap.tokens_per_s, snap.steps_per_s, tokens_per_step)
+        if shape is None or shape.vendor is None:
+            return cls(rate, None, False)
+        mfu = model_flops_utilisation(rate.tokens_per_s, params=shape.params, gpu=shape.gpu, devices=shape.devices,
+                                      method=shape.method)
+        advice = what_would_raise_it(dict(shape.settings), memory_headroom=shape.memory_headroom,
+                                     vendor=shape.vendor, mfu=mfu)
+        return cls(rate, mfu, True, tuple(advice))
+
+    def to_json(self) -> dict:
+        return {"tokens_per_s": self.rate.tokens_per_s, "tokens_estimated": self.rate.estimated,
+                "mfu": None if self.mfu is None else round(self.mfu, 4), "mfu_applicable": self.applicable,
+                "advice": [{"id": a.id, "text": a.text} for a in self.advice]}
+
+    def text(self) -> str:
+        """For the progress line: '~1234 tokens/s (estimate) · MFU 31%' (empty when nothing is known)."""
+        parts = []
+        if self.rate.estimated and self.rate.tokens_per_s is not None:
+            parts.append(_("~{rate:.0f} tokens/s (estimate)", rate=self.rate.tokens_per_s))
+        if self.applicable and self.mfu is not None:
+            parts.append(_("MFU {pct:.0%}", pct=self.mfu))
+        return "  ".join(parts)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from core.files.tail import LineTail
 from core.i18n import _
@@ -17,6 +16,8 @@ from core.train.metrics import MetricsPoller, ProgressSnapshot
 from core.train.runs import RunRecord, RunStatus, refresh, run_dir, trainer_log_source
 from core.workspace.layout import Workspace
 
+STALL_CHECK_SECONDS = 30.0  # a stall is minutes long: checking twice a minute costs nothing while healthy
+STALL_TICKS = 120  # GPU ticks kept for the idle-GPU stall (one tick per few seconds)
 TQDM_LINE = re.compile(r"^\s*(?:[\w ./-]*:\s*)?\d+%\|")
 
 
@@ -31,6 +32,8 @@ class RunUpdate:
     gpu_status: dict | None = None  # gpu.status: backend, reason, state
     diagnoses: list = field(default_factory=list)  # core.train.failures.Diagnosis, once the run failed
     ended_now: bool = False  # the run ended between the previous poll and this one
+    stall: object | None = None  # core.train.stalls.Stall while the live run is stalled
+    throughput: object | None = None  # core.train.throughput.Throughput: tokens/s (or an estimate) and MFU
 
 
 class RunWatcher:
@@ -47,6 +50,10 @@ class RunWatcher:
 
         self._gpu = GpuHistoryTail(self.dir / "gpu.jsonl")
         self._was_active = self.record.active
+        self._ticks: list[list] = []  # the latest GPU ticks, for the idle-GPU stall
+        self._stall = None
+        self._stall_checked = 0.0
+        self._shape = None  # core.train.throughput.RunShape, read once
         self._diagnosed = False
         self._reported: set[tuple[str, int]] = set()  # anomalies already returned as new
 
@@ -67,6 +74,8 @@ class RunWatcher:
         update = RunUpdate(record=self.record, snapshot=self.poller.metrics.snapshot(), metrics_changed=changed,
                            anomalies=new, log_lines=lines,
                            gpu_samples=self._gpu.poll(), gpu_status=self.gpu_status())
+        update.stall = self._check_stall(update.gpu_samples)
+        update.throughput = self._throughput(update.snapshot)
         ended = self._was_active and not self.record.active
         update.ended_now = ended
         self._was_active = self.record.active
@@ -74,6 +83,38 @@ class RunWatcher:
             self._diagnosed = True
             update.diagnoses = self.diagnose()
         return update
+
+    def _check_stall(self, samples: list):
+        """A stall of the live run (checked every STALL_CHECK_SECONDS; py-spy runs once per stall)."""
+        import time
+
+        from core.train.gpu.history import group_ticks
+        from core.train.stalls import check_stall
+
+        if samples:
+            self._ticks = (self._ticks + group_ticks(samples))[-STALL_TICKS:]
+        if not self.record.active or self.record.trainer is None:
+            self._stall = None
+            return None
+        now = time.time()
+        if now - self._stall_checked < STALL_CHECK_SECONDS:
+            return self._stall
+        self._stall_checked = now
+        found = check_stall(self.trainer_log, self.record.trainer.pid, self._ticks, with_stacks=False)
+        if found is None:
+            self._stall = None
+        elif self._stall is None or (found.kind, found.step) != (self._stall.kind, self._stall.step):
+            self._stall = check_stall(self.trainer_log, self.record.trainer.pid, self._ticks)  # with the stacks
+        else:
+            self._stall.seconds = found.seconds
+        return self._stall
+
+    def _throughput(self, snap: ProgressSnapshot):
+        from core.train.throughput import Throughput, run_shape
+
+        if self._shape is None:
+            self._shape = run_shape(self.ws, self.record.config) or False
+        return Throughput.of(snap, self._shape or None)
 
     def diagnose(self) -> list:
         """Diagnoses of the run's logs (empty when it finished well or was stopped on request)."""
@@ -149,6 +190,8 @@ class MonitorReport:
     note: str = ""
     resume_of: str | None = None
     diagnoses: tuple = ()  # core.train.failures.Diagnosis, once the run failed
+    stall: object | None = None  # core.train.stalls.Stall
+    throughput: object | None = None  # core.train.throughput.Throughput
 
     @property
     def active(self) -> bool:
@@ -157,10 +200,18 @@ class MonitorReport:
     def progress_text(self) -> str:
         from core.train.runs import status_label
 
-        return f"[{status_label(self.status)}] {progress_line(self.snapshot, active=self.active)}"
+        extra = self.throughput.text() if self.throughput is not None else ""
+        return f"[{status_label(self.status)}] {progress_line(self.snapshot, active=self.active)}" + (
+            f"  {extra}" if extra else "")
 
     def anomaly_lines(self) -> list[str]:
-        return [f"! {a.message}" for a in self.anomalies]
+        lines = [f"! {a.message}" for a in self.anomalies]
+        if self.stall is not None:
+            lines.append("! " + _("stalled: {reason}", reason=self.stall.reason))
+            for pid, stack in self.stall.stacks.items():
+                lines.append("  " + _("process {pid} is here now:", pid=pid))
+                lines += ["    " + line for line in stack.splitlines()[:40]]
+        return lines
 
     def end_lines(self) -> list[str]:
         from core.train.runs import status_label
@@ -185,7 +236,9 @@ class MonitorReport:
             "eval_loss": s.eval_loss,
             "lr": s.lr,
             "epoch": s.epoch,
-            "throughput": {"steps_per_s": s.steps_per_s, "tokens_per_s": s.tokens_per_s},
+            "throughput": {"steps_per_s": s.steps_per_s, "tokens_per_s": s.tokens_per_s,
+                           **(self.throughput.to_json() if self.throughput is not None else {})},
+            "stall": self.stall.to_dict() if self.stall is not None else None,
             "elapsed_s": s.elapsed_s,
             "eta_s": s.eta_s,
             "anomalies": [{"id": a.id, "step": a.step, "severity": a.severity, "message": a.message}
@@ -212,7 +265,8 @@ def monitor_report(update: RunUpdate, latest_gpus: list | None = None, diagnoses
         run=record.id, status=record.status, snapshot=update.snapshot, anomalies=tuple(update.snapshot.anomalies),
         gpus=tuple(latest_gpus or ()), gpu_status=(update.gpu_status or {}).get("reason"),
         exit_code=record.exit_code, note=record.note, resume_of=record.resume_of,
-        diagnoses=tuple(update.diagnoses if diagnoses is None else diagnoses))
+        diagnoses=tuple(update.diagnoses if diagnoses is None else diagnoses), stall=update.stall,
+        throughput=update.throughput)
 
 
 def update_json(update: RunUpdate, latest_gpus: list | None = None) -> dict:

@@ -105,3 +105,43 @@ def test_no_trainer_no_stall(tmp_path):
     write_log(tmp_path / "trainer_log.jsonl", 5, 1)
     assert check_stall(tmp_path / "trainer_log.jsonl", None, now=time.time() + 10_000) is None
     assert os.path.exists(tmp_path / "trainer_log.jsonl")
+
+
+@pytest.mark.skipif(py_spy() is None, reason="py-spy is not installed")
+def test_monitor_shows_a_live_stall_with_the_stack_in_text_and_json(tmp_path, monkeypatch):
+    """A real detached run (devtune's supervisor) whose trainer hangs after three steps."""
+    import core.train.stalls as stalls
+    import core.train.watch as watch
+    from core.train.runs import refresh, run_dir, start_run, stop_run
+    from core.train.watch import RunWatcher, monitor_report
+    from core.workspace.layout import Workspace
+
+    from tests.processes import wait
+
+    monkeypatch.setattr(stalls, "MIN_STALL_SECONDS", 1.0)  # minutes in real life; the logic is the same
+    monkeypatch.setattr(stalls, "STALL_FACTOR", 1.0)
+    monkeypatch.setattr(watch, "STALL_CHECK_SECONDS", 0.0)
+    ws = Workspace(tmp_path / "ws").ensure()
+    (ws.root / "saves" / "hang").mkdir(parents=True)
+    record = start_run(ws, [sys.executable, "-c", HANGING_TRAINER, "saves/hang/trainer_log.jsonl"], env={},
+                       label="hang", output_dir="saves/hang")
+    try:
+        log = ws.root / "saves" / "hang" / "trainer_log.jsonl"
+        assert wait(lambda: log.exists() and len(log.read_text().splitlines()) == 3 and
+                    refresh(run_dir(ws, record.id)).trainer is not None, timeout=30)
+        watcher = RunWatcher(ws, record.id)
+        assert watcher.poll().stall is None
+        time.sleep(1.5)
+        update = watcher.poll()
+        assert update.stall is not None and update.stall.step == 3
+        report = monitor_report(update)
+        js = report.to_json()
+        assert js["stall"]["kind"] == "no-step" and js["stall"]["step"] == 3
+        assert js["throughput"]["mfu_applicable"] is False  # a CPU run
+        text = "\n".join(report.anomaly_lines())
+        assert "stalled" in text
+        stack = "\n".join(js["stall"]["stacks"].values())
+        if "ptrace" not in stack:
+            assert "all_reduce_that_never_returns" in stack and "all_reduce_that_never_returns" in text
+    finally:
+        stop_run(ws, record.id, graceful_timeout=1, term_timeout=2)

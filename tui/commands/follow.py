@@ -41,10 +41,15 @@ def follow_run(ws, run_id: str, *, as_json: bool, until_end: bool, exit_with_out
                 elif line != last_line:
                     print(line, flush=True)
                 last_line = line
-                for anomaly, text in zip(report.anomalies, report.anomaly_lines()):
+                lines = report.anomaly_lines()
+                for anomaly, text in zip(report.anomalies, lines):
                     if (anomaly.id, anomaly.step) not in shown:
                         shown.add((anomaly.id, anomaly.step))
                         print(("\n" if tty else "") + text, file=sys.stderr)
+                stall = report.stall
+                if stall is not None and (stall.kind, stall.step) not in shown:  # once per stall, with its stacks
+                    shown.add((stall.kind, stall.step))
+                    print(("\n" if tty else "") + "\n".join(lines[len(report.anomalies):]), file=sys.stderr)
             if not update.record.active:
                 if tty:
                     sys.stderr.write("\n")

@@ -45,13 +45,19 @@ class DiagnosisBox(Static):
         self.update(Content("\n").join(parts))
         self.add_class("-visible")
 
-    def show_anomalies(self, anomalies: list) -> None:
-        """Active anomalies of a run that is still training (loss NaN, oscillation, ...)."""
-        if not anomalies:
+    def show_anomalies(self, anomalies: list, stall=None) -> None:
+        """Active anomalies of a run that is still training (loss NaN, oscillation, ...), and a stall with
+        where its first training process is waiting now (core.train.stalls)."""
+        if not anomalies and stall is None:
             self.hide()
             return
         lines = [Content.styled(f"▲ {a.message}", "$error" if a.severity == "error" else "$warning")
                  for a in anomalies[:4]]
+        if stall is not None:
+            lines.append(Content.styled("▲ " + _("stalled: {reason}", reason=stall.reason), "$error"))
+            for pid, stack in list(stall.stacks.items())[:1]:
+                lines.append(Content(_("process {pid} is here now:", pid=pid)))
+                lines += [Content("  " + line) for line in stack.splitlines()[:6]]
         self.add_class("-anomaly")
         self.update(Content("\n").join(lines))
         self.add_class("-visible")
