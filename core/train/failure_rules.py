@@ -30,12 +30,13 @@ class Rule:
     exit_codes: tuple[int, ...] = ()
     suppresses: tuple[str, ...] = ()
     symptom: bool = False  # what the other ranks see when one fails (a timeout, an abort): never the cause first
+    unless: str | None = None  # a line that also matches this is not evidence for the rule
 
 
 def rules() -> list[Rule]:
     return [
         Rule("gpu-out-of-memory",
-             (r"(?:HIP|CUDA) out of memory", r"torch\.(?:cuda\.)?OutOfMemoryError", r"hipErrorOutOfMemory",
+             (r"HIP out of memory", r"CUDA out of memory", r"torch\.(?:cuda\.)?OutOfMemoryError", r"hipErrorOutOfMemory",
               r"CUDA error: out of memory"),
              _("GPU out of memory"),
              _("The model, its activations and the optimizer state did not fit in the GPU's memory."),
@@ -61,7 +62,7 @@ def rules() -> list[Rule]:
              ("unset HSA_OVERRIDE_GFX_VERSION",
               "pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/rocm6.4"),
              weight=95),
-        Rule("illegal-instruction", (r"Illegal instruction", r"\bSIGILL\b"),
+        Rule("illegal-instruction", (r"Illegal instruction", r"SIGILL\b"),
              _("Illegal instruction: a binary does not match this machine"),
              _("A compiled library ran an instruction this CPU or GPU does not have; with ROCm wheels this is an "
                "unsupported gfx target (rocBLAS on gfx1032, pytorch#125310)."),
@@ -163,11 +164,12 @@ def rules() -> list[Rule]:
              _("Add iommu=pt to GRUB_CMDLINE_LINUX and reboot; as a workaround try NCCL_P2P_DISABLE=1."),
              ("sudoedit /etc/default/grub   # GRUB_CMDLINE_LINUX=\"... iommu=pt\"", "sudo update-grub && sudo reboot"),
              weight=40),
-        Rule("disk-full", (r"^(?!.*(?:/dev/shm|shared memory)).*(?:No space left on device|StorageFull|\[Errno 28\])",),
+        Rule("disk-full", (r"No space left on device", r"StorageFull", r"\[Errno 28\]"),
              _("The disk is full"),
              _("Saving a checkpoint, the model or the datasets cache failed for lack of space."),
              _("Free space or point output_dir / HF_HOME to a larger volume; save_total_limit keeps fewer "
-               "checkpoints."), ("df -h . \"${HF_HOME:-$HOME/.cache/huggingface}\"",), weight=92),
+               "checkpoints."), ("df -h . \"${HF_HOME:-$HOME/.cache/huggingface}\"",), weight=92,
+             unless=r"/dev/shm|shared memory"),
         Rule("oom-killer",
              (r"exitcode\s*:\s*-9\b", r"Signal 9 \(SIGKILL\) received", r"Out of memory: Killed process",
               r"^Killed$"),
@@ -202,7 +204,7 @@ def rules() -> list[Rule]:
                "overwritten."), ("ls -la saves/",), weight=97),
         # ---- launch and rendezvous
         Rule("master-port-in-use",
-             (r"EADDRINUSE", r"[Aa]ddress already in use", r"failed to listen on any local network address"),
+             (r"EADDRINUSE", r"ddress already in use", r"failed to listen on any local network address"),
              _("The rendezvous port is already in use"),
              _("torchrun's MASTER_PORT is taken, by another training run on this host or a process that did not end."),
              _("Pick a free port (MASTER_PORT=29501 ...) or end the process holding it."),

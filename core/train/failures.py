@@ -17,15 +17,17 @@ from __future__ import annotations
 
 import os
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import accumulate
 from pathlib import Path
 
 from core.i18n import _, current_language
 from core.train.failure_rules import Rule, rules
 from core.train.root_cause import PREFIX, RaisedException, RootCause, find_root_cause, signal_name
 
-MAX_SCAN = 32 * 1024 * 1024
+MAX_SCAN = 16 * 1024 * 1024  # the head and the tail of a bigger log: where a run fails
 HEAD_SCAN = 4 * 1024 * 1024
 MAX_EVIDENCE = 3  # lines per rule per file
 STOP_EXITS = (0, 134, -6, 143, -15)  # what a requested stop may end with
@@ -58,11 +60,11 @@ class Diagnosis:
 
 
 @lru_cache(maxsize=4)
-def _compiled(lang: str) -> tuple[list[Rule], list[list[re.Pattern]], re.Pattern]:
+def _compiled(lang: str) -> tuple[list[Rule], list[list[re.Pattern]], list[re.Pattern | None]]:
     table = rules()
-    patterns = [[re.compile(p) for p in r.patterns] for r in table]
-    any_rule = re.compile("|".join(f"(?:{p})" for r in table for p in r.patterns))
-    return table, patterns, any_rule
+    patterns = [[re.compile(p, re.M) for p in r.patterns] for r in table]
+    unless = [re.compile(r.unless) if r.unless else None for r in table]
+    return table, patterns, unless
 
 
 def _read_for_scan(path: Path) -> tuple[list[tuple[int, str]], int]:
@@ -89,33 +91,40 @@ def _read_for_scan(path: Path) -> tuple[list[tuple[int, str]], int]:
     return numbered, first_tail + len(tail_lines) - 1
 
 
-def _segment(text: str, match: re.Match) -> str:
+def _segment(text: str, start: int, end: int) -> str:
     """The \\r-separated piece of a line that holds the match (tqdm redraws share one line)."""
-    start = text.rfind("\r", 0, match.start()) + 1
-    end = text.find("\r", match.end())
-    piece = text[start:] if end < 0 else text[start:end]
+    first = text.rfind("\r", 0, start) + 1
+    last = text.find("\r", end)
+    piece = text[first:] if last < 0 else text[first:last]
     return piece.strip()[:400]
 
 
 def scan_text(numbered: list[tuple[int, str]], total_lines: int, name: str) -> dict[str, tuple[list[LogEvidence], float]]:
-    """rule id -> (evidence lines, position of the last one in the file from 0 to 1)."""
-    table, patterns, any_rule = _compiled(current_language())
+    """rule id -> (evidence lines, position of the last one in the file from 0 to 1).
+
+    Each pattern searches the whole text at once (a literal start lets the regex engine skip ahead; one
+    alternation of every pattern, line by line, was 6x slower on a 100 MB log); a line is evidence for a
+    rule once, through the first of its patterns that matches there."""
+    table, patterns, unless = _compiled(current_language())
+    lines = [text.rstrip("\r") for _n, text in numbered]
+    starts = list(accumulate(map((1).__add__, map(len, lines[:-1])), initial=0))
+    joined = "\n".join(lines)
     found: dict[str, tuple[list[LogEvidence], float]] = {}
-    for number, text in numbered:
-        if not any_rule.search(text):
+    for rule, pats, skip in zip(table, patterns, unless):
+        hits: dict[int, tuple[int, int]] = {}  # line index -> the match's span in that line
+        for pat in pats:
+            for match in pat.finditer(joined):
+                i = bisect_right(starts, match.start()) - 1
+                if i not in hits:
+                    hits[i] = (match.start() - starts[i], match.end() - starts[i])
+        if skip is not None:
+            hits = {i: span for i, span in hits.items() if not skip.search(lines[i])}
+        if not hits:
             continue
-        stripped = text.rstrip("\r")
-        for rule, pats in zip(table, patterns):
-            for pat in pats:
-                match = pat.search(stripped)
-                if match:
-                    evidence, _pos = found.get(rule.id, ([], 0.0))
-                    if len(evidence) < MAX_EVIDENCE:
-                        evidence.append(LogEvidence(name, number, _segment(stripped, match)))
-                    elif len(evidence) == MAX_EVIDENCE:  # keep the first two and the latest
-                        evidence[-1] = LogEvidence(name, number, _segment(stripped, match))
-                    found[rule.id] = (evidence, number / max(1, total_lines))
-                    break
+        order = sorted(hits)
+        kept = order if len(order) <= MAX_EVIDENCE else order[:MAX_EVIDENCE - 1] + order[-1:]  # first two, latest
+        evidence = [LogEvidence(name, numbered[i][0], _segment(lines[i], *hits[i])) for i in kept]
+        found[rule.id] = (evidence, numbered[order[-1]][0] / max(1, total_lines))
     return found
 
 
