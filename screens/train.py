@@ -204,6 +204,7 @@ class TrainScreen(StepScreen):
         self.query_one("#train-start", Button).disabled = active
 
     def _show_progress(self, u) -> None:
+        from core.train.metrics import stage_metrics_text
         from core.train.runs import status_label
         from core.train.watch import progress_line
 
@@ -212,7 +213,9 @@ class TrainScreen(StepScreen):
         if snap.total:
             bar.update(total=snap.total, progress=snap.step)
         extra = u.throughput.text() if u.throughput is not None else ""
-        self.query_one("#train-progress", Static).update(progress_line(snap) + (f"  {extra}" if extra else ""))
+        stage = stage_metrics_text(snap.stage_metrics)  # dpo / kto: rewards, margin, accuracy
+        self.query_one("#train-progress", Static).update(progress_line(snap) + (f"  {extra}" if extra else "")
+                                                         + (f"\n{stage}" if stage else ""))
         r = u.record
         state = status_label(r.status)
         where = f"{r.output_dir or ''}  ·  {r.config or ''}"

@@ -234,6 +234,21 @@ STAGE_METRICS: tuple[str, ...] = ("rewards/chosen", "rewards/rejected", "rewards
                                   "kl")
 
 
+def stage_metrics_text(pairs) -> str:
+    """"rewards chosen 0.42 · rejected -0.05 · margin 0.47 · accuracy 60%" for a DPO run ("" for SFT)."""
+    from core.i18n import _
+
+    values = dict(pairs)
+    if not values:
+        return ""
+    names = {"rewards/chosen": _("rewards chosen {v}"), "rewards/rejected": _("rejected {v}"),
+             "rewards/margins": _("margin {v}"), "kl": _("KL {v}")}
+    parts = [names[k].format(v=f"{values[k]:.3g}") for k in names if k in values]
+    if "rewards/accuracies" in values:
+        parts.append(_("accuracy {v}").format(v=f"{values['rewards/accuracies']:.0%}"))
+    return " · ".join(parts)
+
+
 @dataclass(frozen=True)
 class ProgressSnapshot:
     step: int = 0
