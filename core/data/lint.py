@@ -115,6 +115,21 @@ def schema_for(path, rows: list, kind: str | None = None, use_entry: bool = True
     return schema
 
 
+def format_label(schema: Schema) -> str:
+    """The format as the report shows it, with the kind of rows and where that reading came from:
+    "sharegpt · preference pairs (dpo) · as dataset_info.json entry dpo_demo says" (plain SFT: the format)."""
+    from core.data.schema import SUPERVISED
+
+    parts = [schema.label]
+    if schema.task != SUPERVISED or not schema.plain:
+        parts.append(schema.kind_label)
+    if schema.source != "detected":
+        parts.append(_("as dataset_info.json entry {name} says", name=schema.source))
+    elif len(parts) > 1:
+        parts.append(_("detected from the rows"))
+    return " · ".join(parts)
+
+
 def _as_kind(schema: Schema, kind: str, rows: list) -> Schema:
     from dataclasses import replace
 
@@ -321,7 +336,7 @@ def lint_file(path: str | os.PathLike, options: LintOptions | None = None,
     stats = build_stats(merged.stats, rows=merged.good, cutoff_len=opts.cutoff_len, token_source=token_source,
                         duplicates=len(dups.duplicate_lines), conflicts=len(dups.conflict_lines),
                         near_duplicates=near)
-    fmt = schema.label
+    fmt = format_label(schema)
     keys = list(keys) + [k for k, _v in sorted(merged.keys_first.items(), key=lambda kv: kv[1][0]) if k not in keys]
     return LintReport(str(path), merged.rows, fmt, enc.encoding, enc.reason, probe.layout, findings, stats,
                       schema, time.perf_counter() - t0, merged.good, dup_lines, keys)
