@@ -61,9 +61,11 @@ bench: envs
 	$(VENV)/bin/python bench/startup.py
 	$(VENV)/bin/python bench/lint.py
 	$(VENV)/bin/python bench/monitor.py
+	$(VENV)/bin/python bench/diagnose.py
 	$(VENV)/bin/python bench/train_overhead.py
 	@$(DEVTUNE) demo $(DEMO_DIR) >/dev/null
 	$(VENV)/bin/python bench/playground.py -w $(DEMO_DIR) --serve models/tiny-llama3
+	$(VENV)/bin/python bench/synth.py -w $(DEMO_DIR) --serve models/tiny-llama3
 
 clean:
 	rm -rf $(VENV) .venv-serve $(DEMO_DIR) build

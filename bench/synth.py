@@ -3,11 +3,13 @@ and the time to read and chunk a 300-page text PDF.
 
     .venv/bin/devtune -w WORKSPACE serve models/tiny-llama3          # any server devtune started
     .venv/bin/python bench/synth.py -w WORKSPACE [--server ID] [--chunks 24] [--concurrency 8] [--rounds 3]
+    .venv/bin/python bench/synth.py -w WORKSPACE --serve models/tiny-llama3   # start one, measure, stop it
 
 Both sides do the same work on the same chunks: per chunk one questions request, then one answer request per
 question, with the same request bodies (a fixed sampling seed, so both get the same replies) at the same concurrency. devtune's
 side is `Generator` (journal, caps, retries, progress: a fresh journal each round, so nothing is answered from
-it); the bare side is `asyncio` + one `httpx.AsyncClient` + a semaphore and `json.loads`. Rounds alternate after
+it); the bare side is `asyncio` + one `httpx.AsyncClient` + a semaphore, reading the questions with devtune's
+`parse_questions` (whitespace-only questions dropped, at most --questions) so that it sends the same answer prompts. Rounds alternate after
 a warm-up; the medians and their ratio are printed (target: devtune >= 0.8x bare).
 """
 
@@ -15,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import sys
 import tempfile
@@ -42,7 +43,7 @@ async def bare_run(endpoint, prompts, chunks, options) -> tuple[float, int]:
     """The bare loop: the same bodies, asyncio + httpx + a semaphore, nothing else."""
     import httpx
 
-    from core.data.synth.generate import answer_request, questions_request
+    from core.data.synth.generate import answer_request, parse_questions, questions_request
 
     sem = asyncio.Semaphore(options.concurrency)
     headers = {"Authorization": f"Bearer {endpoint.api_key}", "Content-Type": "application/json"}
@@ -58,12 +59,9 @@ async def bare_run(endpoint, prompts, chunks, options) -> tuple[float, int]:
         async def chunk(c):
             nonlocal pairs
             text = await post(questions_request(prompts, c, options.questions).body(endpoint.model, options))
-            try:
-                qs = [q for q in json.loads(text, strict=False).get("questions", []) if isinstance(q, str) and q]
-            except ValueError:
-                qs = []
+            qs = parse_questions({"content": text})[: options.questions]  # the same answer prompts as devtune's
             replies = await asyncio.gather(*(post(answer_request(prompts, c, q, i).body(endpoint.model, options))
-                                             for i, q in enumerate(dict.fromkeys(qs))))
+                                             for i, q in enumerate(qs)))
             pairs += len(replies)
 
         start = time.perf_counter()
@@ -111,17 +109,14 @@ def pdf_read_and_chunk(pages: int) -> tuple[float, int, int]:
 
 
 def main() -> int:
-    from core.data.synth.chunks import chunk_document
-    from core.data.synth.documents import Document
-    from core.data.synth.generate import SynthOptions
-    from core.data.synth.prompts import workspace_prompts
-    from core.serve.servers import endpoint as server_endpoint
-    from core.serve.servers import find_server
+    from core.serve.plan import plan_server
+    from core.serve.servers import start_server, stop_server, wait_ready
     from core.workspace.layout import Workspace
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-w", "--workspace", required=True)
     ap.add_argument("--server", help="server id (default: the active one)")
+    ap.add_argument("--serve", metavar="MODEL", help="start a vLLM server for MODEL, measure, stop it")
     ap.add_argument("--chunks", type=int, default=24)
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--reply-tokens", type=int, default=128)
@@ -133,8 +128,29 @@ def main() -> int:
     print(f"PDF of {args.pdf_pages} pages: read + chunk {seconds:.2f} s ({chars:,} characters, {n_chunks} chunks; "
           f"target <= 10 s)")
 
-    ws = Workspace(Path(args.workspace))
-    ep = server_endpoint(ws, find_server(ws, args.server))
+    ws = Workspace.resolve(args.workspace)
+    started = None
+    if args.serve:
+        opts, _notes = plan_server(ws, args.serve)
+        started = start_server(ws, opts)
+        print(f"starting {started.backend} server {started.id} ...", file=sys.stderr)
+        wait_ready(ws, started.id, timeout=900)
+    try:
+        return _compare(ws, started.id if started else args.server, args)
+    finally:
+        if started is not None:
+            stop_server(ws, started.id)
+
+
+def _compare(ws, server, args) -> int:
+    from core.data.synth.chunks import chunk_document
+    from core.data.synth.documents import Document
+    from core.data.synth.generate import SynthOptions
+    from core.data.synth.prompts import workspace_prompts
+    from core.serve.servers import endpoint as server_endpoint
+    from core.serve.servers import find_server
+
+    ep = server_endpoint(ws, find_server(ws, server))
     prompts = workspace_prompts(ws.configs_dir)
     chunks = chunk_document(Document("bench.md", "markdown", make_markdown(args.chunks)))
     options = SynthOptions(concurrency=args.concurrency, reply_tokens=args.reply_tokens, temperature=0.7, seed=1234)
@@ -150,6 +166,8 @@ def main() -> int:
     if not b:
         print("the bare loop got no pairs (the model gave no questions): nothing to compare; try another --chunks")
         return 1
+    print("  rounds, pairs/s: devtune " + " ".join(f"{x:.2f}" for x in ours) + " · bare " +
+          " ".join(f"{x:.2f}" for x in bare))
     print(f"pairs/s at concurrency {args.concurrency}, {len(chunks)} chunks, {args.rounds} rounds on {ep.url} "
           f"({ep.model}): devtune {o:.2f}, bare httpx loop {b:.2f}, ratio {o / b:.2f} (target >= 0.8)")
     return 0

@@ -143,6 +143,16 @@ def test_concurrency_is_bounded(server, chunks, prompts, tmp_path):
     assert server.max_in_flight == 3
 
 
+def test_answers_are_asked_before_new_chunks_are_started(server, chunks, prompts, tmp_path):
+    _gen(server, prompts, Journal(tmp_path / "j"), concurrency=1).run(chunks)
+    kinds = [b["response_format"]["json_schema"]["name"] for b in server.bodies]
+    assert kinds.count("answer") == 12 and len(kinds) == 18
+    first_done = max(i for i, b in enumerate(server.bodies)
+                     if kinds[i] == "answer" and "Section: Returns\n" in b["messages"][0]["content"])
+    # first in, first out would ask all six chunks' questions first
+    assert kinds[: first_done + 1].count("questions") <= 2
+
+
 def test_prompts_are_copied_once_then_read_from_the_workspace(tmp_path, server, chunks):
     folder = ensure_prompts(tmp_path / "configs")
     edited = folder / "answer.md"

@@ -2,7 +2,8 @@
 
 For each chunk one request asks for questions a customer would ask, then one request per question asks for the
 answer from the chunk alone; both use JSON-schema structured output (`response_format: {"type": "json_schema"}`)
-so every complete reply parses. Requests run on one `httpx.AsyncClient`, at most `concurrency` at a time.
+so every complete reply parses. Requests run on one `httpx.AsyncClient`, at most `concurrency` at a time, a
+waiting answer request before a waiting questions request (`_Slots`).
 
 Transient failures (connection refused or reset, timeouts, 408/429/5xx) are retried with exponential back-off
 and jitter (a server's Retry-After is honoured); when a request still fails the run stops — the journal keeps
@@ -17,6 +18,8 @@ Progress is a `SynthProgress` after every reply, through a plain callback.
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 import json
 import random
 import re
@@ -212,6 +215,41 @@ class _Budget:
         self.tokens += used
 
 
+ANSWER_FIRST, QUESTIONS_AFTER = 0, 1
+
+
+class _Slots:
+    """`concurrency` request slots; a waiting answer request gets the next free slot before a waiting questions
+    request, so a chunk that has its questions is finished before new chunks are started: "chunks done" moves
+    steadily, and the run never ends on a tail of questions whose answers must still be asked one after another."""
+
+    def __init__(self, size: int) -> None:
+        self.free = size
+        self.waiting: list[tuple[int, int, asyncio.Future]] = []
+        self.order = itertools.count()
+
+    async def acquire(self, priority: int) -> None:
+        if self.free > 0 and not self.waiting:
+            self.free -= 1
+            return
+        future = asyncio.get_running_loop().create_future()
+        heapq.heappush(self.waiting, (priority, next(self.order), future))
+        try:
+            await future
+        except asyncio.CancelledError:
+            if future.done() and not future.cancelled():  # handed a slot just as it was cancelled: pass it on
+                self.release()
+            raise
+
+    def release(self) -> None:
+        while self.waiting:
+            _p, _n, future = heapq.heappop(self.waiting)
+            if not future.done():
+                future.set_result(None)  # the slot goes straight to the next waiter
+                return
+        self.free += 1
+
+
 class Generator:
     """One run over a list of chunks, journaled. `run()` returns the progress at the end; the replies are in
     the journal (read them with `parse_questions` / `parse_answer`, or `core.data.synth.dataset.candidates`)."""
@@ -243,8 +281,7 @@ class Generator:
         self._start = time.perf_counter()
         limits = httpx.Limits(max_connections=self.options.concurrency,
                               max_keepalive_connections=self.options.concurrency)
-        self._slots = asyncio.Semaphore(self.options.concurrency)
-        self._chunk_slots = asyncio.Semaphore(max(2, self.options.concurrency * 2))
+        self._slots = _Slots(self.options.concurrency)
         async with httpx.AsyncClient(timeout=httpx.Timeout(self.options.timeout_s, connect=10.0), limits=limits,
                                      transport=self.transport) as client:
             self._client = client
@@ -268,18 +305,17 @@ class Generator:
         return self.fatal is not None or bool(self.budget.reached) or self.cancelled()
 
     async def _chunk(self, chunk: Chunk) -> None:
-        async with self._chunk_slots:
-            if self._halted():
-                return
-            entry = await self._ask(questions_request(self.prompts, chunk, self.options.questions))
-            if entry is None:
-                return
-            questions = parse_questions(entry)[: self.options.questions]
-            answers = await asyncio.gather(*(self._ask(answer_request(self.prompts, chunk, q, i))
-                                             for i, q in enumerate(questions)))
-            if all(a is not None for a in answers):
-                self.state.chunks_done += 1
-                self._tick()
+        if self._halted():
+            return
+        entry = await self._ask(questions_request(self.prompts, chunk, self.options.questions))
+        if entry is None:
+            return
+        questions = parse_questions(entry)[: self.options.questions]
+        answers = await asyncio.gather(*(self._ask(answer_request(self.prompts, chunk, q, i))
+                                         for i, q in enumerate(questions)))
+        if all(a is not None for a in answers):
+            self.state.chunks_done += 1
+            self._tick()
 
     async def _ask(self, request: Request) -> dict | None:
         """The journaled reply to a request: from the journal, else from the server (and then journaled).
@@ -290,10 +326,13 @@ class Generator:
             self.state.from_journal += 1
             self._count(found)
             return found
-        async with self._slots:
+        await self._slots.acquire(ANSWER_FIRST if request.kind == "answer" else QUESTIONS_AFTER)
+        try:
             if self._halted():
                 return None
             entry = await self._send(request, key)
+        finally:
+            self._slots.release()
         if entry is None:
             return None
         self.journal.put(entry)
