@@ -17,7 +17,7 @@ from typing import Any, Callable
 from core.data.encoding import decode_line
 from core.data.index import LineIndex, head_lines
 from core.data.reader import JSONL, ReadNotes, iter_records, probe_file
-from core.data.schema import ALPACA, Schema, detect_schema
+from core.data.schema import ALPACA, PREFERENCE, PRETRAIN, Schema
 from core.i18n import _
 
 RECORD_CACHE_BYTES = 64 << 20
@@ -38,6 +38,15 @@ class PreviewRow:
             return [_short(self.error), _short(self.raw)] + [""] * (len(columns(schema)) - 2)
         if not isinstance(v, dict):
             return [_short(self.raw)] + [""] * (len(columns(schema)) - 1)
+        if schema.task == PRETRAIN:
+            return [_short(_text(v.get(schema.prompt, "")))]
+        if schema.task == PREFERENCE:
+            from core.data.render import row_messages
+
+            _sys, chosen = row_messages(v, schema, "chosen")
+            _sys, rejected = row_messages(v, schema, "rejected")
+            prompt = next((m["content"] for m in reversed(chosen[:-1]) if m["role"] == "user"), "")
+            return [_short(prompt), _short(chosen[-1]["content"]), _short(rejected[-1]["content"])]
         if schema.kind == ALPACA:
             keys = [schema.prompt, schema.query, schema.response]
             if schema.prompt not in v or schema.response not in v:  # other keys: show the row as it is
@@ -51,6 +60,10 @@ class PreviewRow:
 
 
 def columns(schema: Schema) -> list[str]:
+    if schema.task == PRETRAIN:
+        return [schema.prompt]
+    if schema.task == PREFERENCE:
+        return [_("prompt"), _("chosen"), _("rejected")]
     if schema.kind == ALPACA:
         return [schema.prompt, schema.query or "input", schema.response]
     return [_("first question"), _("turns"), _("last answer")]
@@ -99,10 +112,9 @@ class Preview:
     @property
     def schema(self) -> Schema:
         if self._schema is None:
-            from core.data.lint import sample_rows
+            from core.data.lint import sample_rows, schema_for
 
-            s = detect_schema(v for _r, v in sample_rows(self.probe, 100))
-            self._schema = s if s.kind != "unknown" else Schema()
+            self._schema = schema_for(self.probe.path, sample_rows(self.probe, 100))
         return self._schema
 
     # building

@@ -9,10 +9,11 @@ takes seconds, so callers run it in a worker).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from core.data.schema import ALPACA, Schema
+from core.data.schema import ALPACA, PREFERENCE, PRETRAIN, SUPERVISED, Schema
+from core.i18n import _
 
 EOS = "<eos>"
 BOS = "<bos>"
@@ -51,10 +52,30 @@ BUILTIN: dict[str, BuiltinTemplate] = {
 TEMPLATE_NAMES = tuple(BUILTIN)
 
 
-def row_messages(value: Any, schema: Schema) -> tuple[str, list[dict[str, str]]]:
-    """(system, messages) the way LLaMA-Factory's converters build them from a row."""
+def _answer(value: dict, schema: Schema, key: str | None) -> dict[str, str]:
+    """A preference row's chosen / rejected answer as an assistant message."""
+    answer = value.get(key or "")
+    if isinstance(answer, dict):
+        answer = answer.get(schema.content_tag, "")
+    return {"role": "assistant", "content": answer if isinstance(answer, str) else ""}
+
+
+def row_messages(value: Any, schema: Schema, answer: str = "chosen") -> tuple[str, list[dict[str, str]]]:
+    """(system, messages) the way LLaMA-Factory's converters build them from a row; for a preference row
+    the prompt with its `answer` ("chosen" or "rejected"); for pre-training text, the text alone."""
     if not isinstance(value, dict):
         return "", []
+    if schema.task == PRETRAIN:
+        text = value.get(schema.prompt)
+        return "", [{"role": "user", "content": text if isinstance(text, str) else ""}]
+    if schema.task == PREFERENCE:
+        key = schema.chosen if answer == "chosen" else schema.rejected
+        plain = replace(schema, task=SUPERVISED, chosen=None, rejected=None)
+        if schema.kind == ALPACA:
+            system, msgs = row_messages({**value, plain.response: None}, plain)
+            return system, msgs[:-1] + [_answer(value, schema, key)]
+        system, msgs = row_messages(value, plain)
+        return system, msgs + [_answer(value, schema, key)]
     if schema.kind == ALPACA:
         msgs: list[dict[str, str]] = []
         history = value.get(schema.history or "history")
@@ -98,6 +119,13 @@ def render_messages(system: str, messages: list[dict[str, str]], template: str) 
 
 def render_row(value: Any, schema: Schema, template: str) -> str:
     """The row rendered by a built-in template (KeyError for a template that is not built in)."""
+    if schema.task == PREFERENCE:
+        chosen = render_messages(*row_messages(value, schema, "chosen"), template)
+        rejected = render_messages(*row_messages(value, schema, "rejected"), template)
+        return f"{_('── chosen ──')}\n{chosen}\n{_('── rejected ──')}\n{rejected}"
+    if schema.task == PRETRAIN:
+        text = value.get(schema.prompt) if isinstance(value, dict) else None
+        return text if isinstance(text, str) else ""  # LLaMA-Factory trains on the text as it is (+ eos)
     system, msgs = row_messages(value, schema)
     return render_messages(system, msgs, template)
 

@@ -145,3 +145,35 @@ def test_supervised_rows_are_read_as_their_entry_says(tmp_path):
     assert lint_file(tmp_path / "qa.jsonl").errors == 0
     (tmp_path / "dataset_info.json").write_text(json.dumps({"qa": {"file_name": "qa.jsonl"}}))
     assert [f.rule for f in lint_file(tmp_path / "qa.jsonl").findings if f.severity == "error"] == ["missing-keys"]
+
+
+@pytest.mark.parametrize("name", ["dpo_sharegpt", "dpo_alpaca"])
+def test_preview_and_render_show_the_prompt_with_both_answers(name, tmp_path):
+    from core.data.preview import PreviewRow, columns
+    from core.data.render import render_row
+
+    path = write_kind(tmp_path, name)
+    schema = lint_file(path).schema
+    row = json.loads(path.read_text())[0]
+    assert columns(schema) == ["prompt", "chosen", "rejected"]
+    assert PreviewRow(1, "", row).cells(schema) == [
+        "How do I reset my password?", "Click 'Forgot password' on the sign-in page and follow the email.",
+        "No idea."]
+    text = render_row(row, schema, "llama3")
+    chosen, rejected = text.split("── rejected ──")
+    assert "How do I reset my password?" in chosen and "follow the email" in chosen and "No idea." not in chosen
+    assert "How do I reset my password?" in rejected and "No idea." in rejected
+
+
+def test_pretrain_preview_and_stats(tmp_path):
+    from core.data.preview import PreviewRow, columns
+    from core.data.render import render_row
+
+    path = write_kind(tmp_path, "c4")
+    report = lint_file(path)
+    row = json.loads(path.read_text().splitlines()[0])
+    assert columns(report.schema) == ["text"]
+    cells = PreviewRow(1, "", row).cells(report.schema)
+    assert len(cells) == 1 and cells[0].startswith(row["text"][:40])
+    assert render_row(row, report.schema, "llama3") == row["text"]
+    assert list(report.stats.fields) == ["text"] and report.stats.rows == 6
