@@ -20,9 +20,9 @@ ALPACA, SHAREGPT, MESSAGES, UNKNOWN = "alpaca", "sharegpt", "messages", "unknown
 SUPERVISED, PRETRAIN, PREFERENCE, FEEDBACK = "supervised", "pretrain", "preference", "kto"
 KINDS = (SUPERVISED, PRETRAIN, PREFERENCE, FEEDBACK)
 # the stages that can train on each kind (LLaMA-Factory's loader: pt reads the first user turn of any row,
-# dpo/rm read ranked pairs, kto reads a boolean tag)
+# dpo/rm read ranked pairs, kto reads a boolean tag; sft drops a tagged row: its response has two turns)
 STAGES_FOR_KIND = {SUPERVISED: ("sft", "pt"), PRETRAIN: ("pt",), PREFERENCE: ("dpo", "rm", "pt"),
-                   FEEDBACK: ("kto", "sft", "pt")}
+                   FEEDBACK: ("kto", "pt")}
 MEDIA = (("images", "<image>"), ("videos", "<video>"), ("audios", "<audio>"))
 KTO_TAG_NAMES = ("kto_tag", "label", "kto", "desirable", "tag")
 TEXT_NAMES = ("text", "content", "document")
