@@ -29,6 +29,8 @@ def _labels() -> dict[str, str]:
     return {
         "preset": _("start from preset"), "model_name_or_path": _("model (folder or hub id)"),
         "template": _("chat template"), "finetuning_type": _("method"), "quantization_bit": _("QLoRA bits"),
+        "stage": _("training stage"), "pref_loss": _("preference loss (dpo)"), "pref_beta": _("preference beta"),
+        "adapter_name_or_path": _("start from adapter"),
         "lora_rank": _("LoRA rank"), "lora_alpha": _("LoRA alpha"), "lora_dropout": _("LoRA dropout"),
         "lora_target": _("LoRA targets"), "additional_target": _("also train (full)"),
         "dataset": _("dataset(s)"), "cutoff_len": _("cutoff_len (tokens)"), "val_size": _("validation split"),
@@ -59,6 +61,12 @@ def _options(key: str) -> list[tuple[str, str]]:
                 (_("freeze (last layers)"), "freeze")]
     if key == "quantization_bit":
         return [("4", "4"), ("8", "8")]
+    if key == "stage":
+        return [(_("sft (supervised)"), "sft"), (_("pt (pre-training text)"), "pt"),
+                (_("dpo (preference pairs)"), "dpo"), (_("kto (tagged answers)"), "kto")]
+    if key == "pref_loss":
+        return [(_("sigmoid (DPO)"), "sigmoid"), (_("orpo (no reference)"), "orpo"),
+                (_("simpo (no reference)"), "simpo")]
     if key == "lr_scheduler_type":
         return [(s, s) for s in SCHEDULERS]
     if key == "precision":

@@ -26,6 +26,7 @@ class FormField:
 FIELDS: tuple[FormField, ...] = (
     FormField("model_name_or_path", "str", "model"),
     FormField("template", "choice", "model"),
+    FormField("stage", "choice", "method"),
     FormField("finetuning_type", "choice", "method"),
     FormField("quantization_bit", "choice", "method"),
     FormField("lora_rank", "int", "method"),
@@ -33,6 +34,9 @@ FIELDS: tuple[FormField, ...] = (
     FormField("lora_dropout", "float", "method"),
     FormField("lora_target", "str", "method"),
     FormField("additional_target", "str", "method"),
+    FormField("pref_loss", "choice", "method"),
+    FormField("pref_beta", "float", "method"),
+    FormField("adapter_name_or_path", "str", "method"),
     FormField("dataset", "list", "data"),
     FormField("cutoff_len", "int", "data"),
     FormField("val_size", "float", "data"),
@@ -102,6 +106,8 @@ def _convert(f: FormField, raw: Any) -> Any:
     text = str(raw).strip() if raw is not None else ""
     if f.kind == "list":
         return [p.strip() for p in text.split(",") if p.strip()]
+    if f.key == "stage":
+        return text or "sft"
     if text == "":
         return None
     if f.key == "zero_stage":

@@ -75,3 +75,17 @@ def test_memory_fit_counts_the_reference_model():
     # the chosen and rejected rows run together: twice the activations of the same batch
     assert estimate(dpo_lora, shape, None).part("activations") == 2 * estimate(_spec(), shape, None).part(
         "activations")
+
+
+def test_the_form_sets_the_stage_and_its_keys():
+    from core.config.form import form_values, spec_from_form
+
+    spec = _spec(dataset=["dpo"])
+    values = form_values(spec)
+    assert values["stage"] == "sft" and values["pref_loss"] == "" and values["adapter_name_or_path"] == ""
+    dpo, errors = spec_from_form(spec, {**values, "stage": "dpo", "pref_loss": "orpo", "pref_beta": "0.2",
+                                        "adapter_name_or_path": "saves/sft"})
+    assert not errors
+    assert (dpo.stage, dpo.pref_loss, dpo.pref_beta, dpo.adapter_name_or_path) == ("dpo", "orpo", 0.2, "saves/sft")
+    back, errors = spec_from_form(dpo, {**form_values(dpo), "stage": ""})
+    assert not errors and back.stage == "sft"
