@@ -198,9 +198,17 @@ def cancel(job_id: str, sig: str | None = None) -> None:
 
 def signal_nodes(job_id: str, nodes: int, run_dir: str | os.PathLike, sig: str = "ABRT",
                  python: str = sys.executable) -> None:
-    """Send `sig` to the training processes of every node of the job (the leaves of each node's task)."""
-    _slurm(["srun", "--overlap", f"--jobid={job_id}", f"--nodes={nodes}", "--ntasks-per-node=1",
-            python, "-m", "core.train.slurm", "signal-node", str(run_dir), sig], timeout=60)
+    """Send `sig` to the training processes of every node of the job (the leaves of each node's task).
+
+    A graceful stop can end the job before this step has reported back (Slurm then aborts the step): that is
+    not an error, the signal has done its work."""
+    try:
+        _slurm(["srun", "--overlap", f"--jobid={job_id}", f"--nodes={nodes}", "--ntasks-per-node=1",
+                python, "-m", "core.train.slurm", "signal-node", str(run_dir), sig], timeout=60)
+    except SlurmError:
+        state = job_state(job_id)
+        if state is not None and not state.ended:
+            raise
 
 
 def _signal_this_node(run_dir: Path, sig: str) -> int:

@@ -30,8 +30,9 @@ def stop(*_):
 signal.signal(signal.SIGABRT, stop)
 print(json.dumps({k: os.environ.get(k) for k in ("NNODES", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT",
                                                  "FORCE_TORCHRUN")}), flush=True)
-time.sleep(float(sys.argv[2]))
-sys.exit(int(sys.argv[3]))
+rank0 = os.environ["NODE_RANK"] == "0"
+time.sleep(float(sys.argv[2]) if rank0 else float(sys.argv[2]) / 2)  # the others end first, and well:
+sys.exit(int(sys.argv[3]) if rank0 else 0)  # srun --kill-on-bad-exit would end them otherwise
 """
 
 
