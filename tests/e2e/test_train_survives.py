@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from core.train.runs import RunStatus, find_run, stop_run
+from core.train.runs import RunStatus, find_run, list_runs, stop_run
 from tests.processes import wait
 
 DEVTUNE = str(Path(sys.executable).parent / "devtune")
@@ -39,7 +39,7 @@ def spawn_in_terminal(argv, cwd, env):
 def ws(long_sft_workspace):
     ws = long_sft_workspace(ROWS, output_dir="saves/survivor", save_steps=50, max_steps=4000)
     yield ws
-    for run in (r for r in __import__("core.train.runs").runs.list_runs(ws) if r.active):
+    for run in (r for r in list_runs(ws) if r.active):
         stop_run(ws, run.id, graceful_timeout=30, term_timeout=5)
 
 
