@@ -96,9 +96,14 @@ def _argparse_messages() -> dict[str, str]:
     }
 
 
+_ARGPARSE_GETTEXT = argparse._
+
+
 def _localize_argparse() -> None:
-    """argparse asks gettext for its words; in Chinese, answer from devtune's catalog instead."""
+    """argparse asks gettext for its words; in Chinese, answer from devtune's catalog instead (and in English
+    from argparse's own again, for a process that calls main() more than once)."""
     if current_language() == "en":
+        argparse._ = _ARGPARSE_GETTEXT
         return
     table = _argparse_messages()
     argparse._ = lambda message: table.get(message, message)
