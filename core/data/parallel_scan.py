@@ -92,7 +92,10 @@ def run_parts(ctx: ScanContext, spans: list[tuple[int, int]], jobs: int, start_m
                 try:
                     result = future.result()
                 except BrokenProcessPool:
-                    codes = [p.exitcode for p in processes if p.exitcode]
+                    seen = {id(p): p for p in processes + list(getattr(pool, "_processes", {}).values())}
+                    for p in seen.values():
+                        p.join(1.0)  # reaped, so its exit code is known
+                    codes = [p.exitcode for p in seen.values() if p.exitcode]
                     raise RuntimeError(f"the lint worker for bytes {a}-{b} ended without a result (exit code "
                                        f"{codes[0] if codes else 'unknown'}); run again with --jobs 1") from None
                 except Exception as exc:
