@@ -22,6 +22,7 @@ from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import compress, repeat
+from operator import itemgetter
 
 from xxhash import xxh3_64_intdigest
 
@@ -139,7 +140,7 @@ class DuplicateReport:
 
     @classmethod
     def from_pairs(cls, duplicates, conflicts) -> "DuplicateReport":
-        d, c = sorted(duplicates), sorted(conflicts)
+        d, c = sorted(duplicates, key=itemgetter(0)), sorted(conflicts, key=itemgetter(0))
         return cls([a for a, _b in d], [b for _a, b in d], [a for a, _b in c], [b for _a, b in c])
 
 
@@ -185,7 +186,8 @@ def _find_in(columns: list[tuple]) -> tuple[list, list]:
         return [], []
     picked = (compress(zip(lines, prompts, outputs, repeat(delta)), map(repeated.__contains__, prompts))
               for lines, prompts, outputs, delta in columns)
-    return _group(sorted((line + delta, p, o) for part in picked for line, p, o, delta in part))
+    # by line only (a stable sort): two values on one line (a line of concatenated JSON) keep their order
+    return _group(sorted(((line + delta, p, o) for part in picked for line, p, o, delta in part), key=itemgetter(0)))
 
 
 def find_duplicates(parts: list[Fingerprints]) -> DuplicateReport:
