@@ -17,7 +17,7 @@ from pathlib import Path
 from core.files.atomic import write_atomic
 from core.data.findings import ERROR, WARNING, Finding, finding
 from core.data.lint import LintOptions, LintReport, lint_file
-from core.data.summary import DatasetSummary, save_summary
+from core.data.summary import DatasetSummary, file_sha256, save_summary
 from core.i18n import _
 
 INFO_FILE = "dataset_info.json"
@@ -112,7 +112,8 @@ def summary_for(report: LintReport, name: str, ws_root: Path, file: Path) -> Dat
                           kind=report.schema.task, rows=report.rows,
                           lint_errors=report.errors, lint_warnings=report.warnings,
                           tokenizer=None if token_source == "estimate" else token_source,
-                          token_percentiles=tokens, over_cutoff=report.stats.over_cutoffs)
+                          token_percentiles=tokens, over_cutoff=report.stats.over_cutoffs,
+                          sha256=file_sha256(file))
 
 
 def refresh_summary(report: LintReport, file: Path, dataset_dir: Path, ws_root: Path) -> Path | None:

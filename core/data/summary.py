@@ -2,11 +2,13 @@
 `cutoff_len` against token lengths and that the dataset was linted clean).
 
 Stored as `.devtune/datasets/<name>.json` in the workspace, one per registered dataset name.
-A summary is stale when the file's size or mtime changed since it was made.
+A summary is stale when the file's content changed since it was made: its size, else (when its mtime
+moved) its sha256. A file written again byte for byte (`data fix` run twice) is not "changed".
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -28,13 +30,32 @@ class DatasetSummary(BaseModel):
     tokenizer: str | None = None  # the tokenizer used for token counts, None = character estimate
     token_percentiles: dict[str, int] = Field(default_factory=dict)  # {"p50":..,"p90":..,"p95":..,"p99":..,"max":..}
     over_cutoff: dict[str, int] = Field(default_factory=dict)  # {"1024": rows longer than 1024 tokens, ...}
+    sha256: str | None = None  # of the file's content when summarised (None: a summary from before)
 
     def is_stale(self, root: Path) -> bool:
+        path = root / self.file
         try:
-            st = os.stat(root / self.file)
+            st = os.stat(path)
         except OSError:
             return True
-        return st.st_size != self.size or abs(st.st_mtime - self.mtime) > 1e-6
+        if st.st_size != self.size:
+            return True
+        if abs(st.st_mtime - self.mtime) <= 1e-6:
+            return False
+        if self.sha256 is None:
+            return True
+        try:
+            return file_sha256(path) != self.sha256
+        except OSError:
+            return True
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def summary_path(root: Path, name: str) -> Path:

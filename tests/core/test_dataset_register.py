@@ -106,3 +106,20 @@ def test_lint_of_a_registered_file_refreshes_its_summary(ws):
     assert not s.is_stale(ws.root) and s.lint_errors == 1
     assert refresh_summary(lint_file(ws.data_dir / "qa_pairs.json"), ws.data_dir / "qa_pairs.json", ws.data_dir,
                            ws.root) is None
+
+
+def test_changed_means_the_content_changed(ws):
+    """Issue 21 #9: `data fix` run again wrote a byte-identical file, and Config then said "changed"."""
+    import os
+
+    clean = ws.data_dir / "support_clean.jsonl"
+    fix_file(ws.data_dir / "support_messy.jsonl", clean, yes=True)
+    register_dataset(clean, "support", ws.data_dir, ws_root=ws.root)
+    summary = load_summary(ws.root, "support")
+    fix_file(ws.data_dir / "support_messy.jsonl", clean, yes=True, force=True)  # the same rows, written again
+    os.utime(clean, (summary.mtime + 60, summary.mtime + 60))
+    assert not summary.is_stale(ws.root)
+    data = clean.read_bytes()
+    clean.write_bytes(data.replace(b"a", b"b", 1))  # same size, new content
+    assert summary.is_stale(ws.root)
+    assert summary.model_copy(update={"sha256": None}).is_stale(ws.root)  # a summary from before: by mtime
