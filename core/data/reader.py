@@ -187,3 +187,29 @@ def iter_records(probe: FileProbe, notes: ReadNotes | None = None) -> Iterator[R
         yield from iter_decoded_jsonl(probe.path, enc, notes)
     else:
         yield from iter_jsonl_records(probe.path, notes)
+
+
+def input_problem(path: str | os.PathLike) -> str | None:
+    """Why `path` cannot be a dataset at all, in words that name it (None when it can be read as one): the
+    one verdict every data command gives for a missing, folder, empty, unreadable or binary file."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        return _("{path}: no such file", path=p)
+    except OSError as exc:
+        return _("{path} cannot be read: {reason}", path=p, reason=exc.strerror or exc)
+    if p.is_dir():
+        return _("{path} is a folder, not a dataset file", path=p)
+    if st.st_size == 0:
+        return _("{path} is empty: there is nothing to read", path=p)
+    try:
+        with open(p, "rb") as fh:
+            fh.read(1)
+    except OSError as exc:
+        return _("{path} cannot be read: {reason}", path=p, reason=exc.strerror or exc)
+    from core.data.encoding import BINARY, guess_encoding
+
+    if guess_encoding(p).encoding == BINARY:
+        return _("{path} is binary data, not a text dataset (JSON Lines, JSON, CSV or plain text)", path=p)
+    return None

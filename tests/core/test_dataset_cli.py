@@ -97,3 +97,52 @@ def test_registry_lint(workspace, devtune_cli):
     (root / "data" / "dataset_info.json").write_text('{"x": {"file_name": "gone.jsonl"}}')
     r = devtune_cli("data", "lint", "data/dataset_info.json", cwd=root)
     assert r.returncode == 1 and "gone.jsonl not found" in r.stdout
+
+
+def test_one_input_one_answer_for_every_data_command(workspace, capsys):
+    """Issue 21 #7: a binary file got five different answers (lint 1, stats 0 with a table of zeros, convert
+    'no speaker tags', fix suggesting a convert that failed, register 2). Now every data command refuses a
+    file that cannot be a dataset with the same message, naming the file and the reason, and exit 2."""
+    import os
+    import shutil as sh
+
+    import pytest
+
+    from tui.cli import main
+
+    root = workspace.root
+    (root / "binary.jsonl").write_bytes(open("/bin/ls", "rb").read()[:4096])
+    (root / "empty.jsonl").write_bytes(b"")
+    (root / "folder.jsonl").mkdir()
+    (root / "locked.jsonl").write_text('{"instruction": "q", "output": "a"}\n')
+    os.chmod(root / "locked.jsonl", 0)
+    reasons = {"binary.jsonl": "is binary data", "empty.jsonl": "is empty", "folder.jsonl": "is a folder",
+               "missing.jsonl": "no such file"}
+    if os.geteuid() != 0:  # root reads any file
+        reasons["locked.jsonl"] = "cannot be read: Permission denied"
+    commands = {
+        "lint": lambda f: ["data", "lint", f],
+        "stats": lambda f: ["data", "stats", f],
+        "fix": lambda f: ["data", "fix", f, "-o", "out.jsonl", "--yes"],
+        "convert": lambda f: ["data", "convert", f, "-o", "conv.jsonl"],
+        "register": lambda f: ["data", "register", f, "--name", "x"],
+    }
+    try:
+        for name, reason in reasons.items():
+            said = set()
+            for command, argv in commands.items():
+                cwd = os.getcwd()
+                os.chdir(root)
+                try:
+                    code = main(["-w", str(root), *argv(name)])
+                finally:
+                    os.chdir(cwd)
+                out = capsys.readouterr()
+                assert code == 2, (name, command, out.err)
+                assert reason in out.err and name in out.err, (name, command, out.err)
+                said.add(out.err)
+            assert len(said) == 1, (name, said)  # the same message from every command
+        assert not (root / "out.jsonl").exists() and not (root / "conv.jsonl").exists()
+    finally:
+        os.chmod(root / "locked.jsonl", 0o644)
+        sh.rmtree(root / "folder.jsonl", ignore_errors=True)

@@ -204,6 +204,17 @@ def _lint(args, path):
         progress.done()
 
 
+def _refused_input(path) -> int | None:
+    """Exit 2 with the one message every data command gives for a file that cannot be a dataset."""
+    from core.data.reader import input_problem
+
+    problem = input_problem(path)
+    if problem is None:
+        return None
+    err(problem)
+    return 2
+
+
 def _unreadable(path, exc) -> int:
     from core.i18n import _
 
@@ -221,6 +232,9 @@ def run_lint(args) -> int:
     path = _path(args)
     if path.name == "dataset_info.json":
         return _lint_registry(args, path)
+    refused = _refused_input(path)
+    if refused is not None:
+        return refused
     try:
         report = _lint(args, path)
     except TokenizerError as exc:
@@ -310,6 +324,9 @@ def run_fix(args) -> int:
 
     path, out = _path(args), _path(args, "output")
     rejects = _path(args, "rejects") if args.rejects else None
+    refused = _refused_input(path)
+    if refused is not None:
+        return refused
     try:
         report = fix_file(path, out, rejects=rejects, yes=args.yes, force=args.force or args.yes,
                           progress=lambda m: print(f"  {m}", file=sys.stderr))
@@ -336,6 +353,9 @@ def run_convert(args) -> int:
 
     path, out = _path(args), _path(args, "output")
     rejects = _path(args, "rejects") if args.rejects else None
+    refused = _refused_input(path)
+    if refused is not None:
+        return refused
     try:
         report = convert_file(path, out, source_format=args.source_format, columns=parse_columns(args.columns),
                               rejects=rejects, force=args.force)
@@ -361,6 +381,9 @@ def run_register(args) -> int:
     ws = workspace(args)
     path = _path(args)
     ddir = _path(args, "dataset_dir") if args.dataset_dir else ws.data_dir
+    refused = _refused_input(path)
+    if refused is not None:
+        return refused
     try:
         result = register_dataset(path, args.name, ddir, ws_root=ws.root, force=args.force)
     except RegisterRefused as exc:
@@ -388,6 +411,9 @@ def run_stats(args) -> int:
     from core.i18n import _
 
     path = _path(args)
+    refused = _refused_input(path)
+    if refused is not None:
+        return refused
     try:
         report = _lint(args, path)
     except TokenizerError as exc:
