@@ -144,8 +144,11 @@ def fix_file(source: str | os.PathLike, output: str | os.PathLike, *, rejects: s
         raise FileExistsRefused(out)
     probe = probe_file(src)
     if probe.layout in (TEXT, CSV, EMPTY):
+        from core.data.lint import convert_hint_paths
+
+        hint_src, hint_out = convert_hint_paths(src)
         raise FixRefused(_("{file} is not a JSON dataset ({layout}); convert it first: devtune data convert {file} "
-                           "-o NAME.jsonl", file=src, layout=probe.layout))
+                           "-o {out}", file=hint_src, layout=probe.layout, out=hint_out))
     report = lint or lint_file(src, LintOptions())
     result = FixReport(str(src), str(out), str(rej))
     fixer = _RowFixer(report.schema, yes, result, report)

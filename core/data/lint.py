@@ -252,16 +252,26 @@ def _file_findings(probe: FileProbe, notes: ReadNotes, merged: PartResult, schem
     return out
 
 
+def convert_hint_paths(path) -> tuple[str, str]:
+    """The source as given and a JSON Lines file beside it, quoted for a shell: a hint that runs as printed."""
+    import shlex
+    from pathlib import Path
+
+    src = Path(path)
+    return shlex.quote(str(src)), shlex.quote(str(src.with_suffix(".jsonl")))
+
+
 def _not_a_dataset(probe: FileProbe) -> Finding:
     if probe.layout == EMPTY:
         return finding("not-json", 1, _("L1: the file is empty; there is nothing to train on"), fix=NONE)
+    src, out = convert_hint_paths(probe.path)
     if probe.layout == CSV:
         return finding("not-json", 1, _(
-            "L1: a CSV/TSV table, not JSON; convert it: devtune data convert {file} --from csv -o NAME.jsonl",
-            file=probe.path.name), fix=NONE)
+            "L1: a CSV/TSV table, not JSON; convert it: devtune data convert {file} --from csv -o {out}",
+            file=src, out=out), fix=NONE)
     return finding("not-json", 1, _(
         "L1: plain text, not JSON (\"{first}\"); if it is a chat log or Q&A text, convert it: devtune data "
-        "convert {file} -o NAME.jsonl", first=probe.first_line[:40], file=probe.path.name), fix=NONE)
+        "convert {file} -o {out}", first=probe.first_line[:40], file=src, out=out), fix=NONE)
 
 
 # ------------------------------------------------------------------ entry point

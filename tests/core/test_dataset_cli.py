@@ -146,3 +146,19 @@ def test_one_input_one_answer_for_every_data_command(workspace, capsys):
     finally:
         os.chmod(root / "locked.jsonl", 0o644)
         sh.rmtree(root / "folder.jsonl", ignore_errors=True)
+
+
+def test_the_convert_hints_run_as_printed(workspace, devtune_cli):
+    """Issue 21 #6: the hint said `devtune data convert faq_gbk.txt -o NAME.jsonl`, which failed."""
+    import re
+    import shlex
+
+    root = seeded(workspace)
+    for sample in ("data/faq_gbk.txt", "data/tickets.csv"):
+        lint = devtune_cli("data", "lint", sample, cwd=root)
+        hint = re.search(r"(devtune data convert .*)$", lint.stdout, re.M)
+        assert hint, lint.stdout
+        done = devtune_cli(*shlex.split(hint.group(1))[1:], cwd=root)
+        assert done.returncode == 0, (hint.group(1), done.stderr)
+        fix = devtune_cli("data", "fix", sample, "-o", "data/out.jsonl", cwd=root)
+        assert fix.returncode == 2 and "devtune data convert " + sample in fix.stderr
