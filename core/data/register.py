@@ -17,7 +17,8 @@ from pathlib import Path
 from core.files.atomic import write_atomic
 from core.data.findings import ERROR, WARNING, Finding, finding
 from core.data.lint import LintOptions, LintReport, lint_file
-from core.data.summary import DatasetSummary, file_sha256, save_summary
+from core.data.summary import DatasetSummary, save_summary
+from core.files.digest import file_sha256
 from core.i18n import _
 
 INFO_FILE = "dataset_info.json"

@@ -8,13 +8,13 @@ moved) its sha256. A file written again byte for byte (`data fix` run twice) is 
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from core.files.atomic import write_atomic
+from core.files.digest import file_sha256
 
 
 class DatasetSummary(BaseModel):
@@ -50,12 +50,7 @@ class DatasetSummary(BaseModel):
             return True
 
 
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+
 
 
 def summary_path(root: Path, name: str) -> Path:

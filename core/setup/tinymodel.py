@@ -12,12 +12,12 @@ torch, tokenizers and transformers are imported inside `build_tiny_model`, never
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from core.files.digest import file_sha256
 from core.i18n import _
 
 SPECIAL_TOKENS = (
@@ -168,11 +168,3 @@ def build_tiny_model(out_dir: Path, corpus_dir: Path, spec: TinyModelSpec = Tiny
     }, indent=2) + "\n")
     say(_("tiny model ready in {path}", path=out_dir))
     return out_dir
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()

@@ -1,7 +1,8 @@
 import json
 from pathlib import Path
 
-from core.setup.tinymodel import LLAMA3_CHAT_TEMPLATE, SPECIAL_TOKENS, build_tiny_model, file_sha256
+from core.files.digest import file_sha256
+from core.setup.tinymodel import LLAMA3_CHAT_TEMPLATE, SPECIAL_TOKENS, build_tiny_model
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -21,7 +21,7 @@ from tests.recorded_runs import place_recorded_run
 from tui.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
-DATA_SOURCES = ("core/data/", "tui/commands/data.py")
+DATA_SOURCES = ("core/data/", "tui/commands/data.py", "tui/commands/data_synth.py")
 
 # Names and terms written in Latin letters in Chinese technical text: tools, libraries, formats, hardware,
 # and the few ML terms Chinese practitioners write in English (token, batch, epoch, loss, ...).

@@ -7,7 +7,6 @@ to stderr.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 
@@ -77,49 +76,10 @@ def register(sub, add_common) -> list[str]:
     stats.add_argument("file", metavar="FILE")
     _scan_options(stats)
     stats.set_defaults(handler=run_stats)
-    _synth_parser(dsub, add_common)
+    from tui.commands.data_synth import synth_parser
+
+    synth_parser(dsub, add_common)
     return ["data"]
-
-
-def _synth_parser(dsub, add_common) -> None:
-    syn = dsub.add_parser(
-        "synth", help=_("question–answer pairs generated from documents (md, txt, html, docx, pdf) by a server"),
-        description=_("Read the documents (folders are walked), cut them into chunks by headings and a token "
-                      "budget, ask an OpenAI-compatible server for the questions a customer would ask about each "
-                      "chunk and an answer grounded in it (JSON-schema structured output), keep the good pairs and "
-                      "write alpaca JSON Lines, a rejects file with reasons and a provenance file. Every reply is "
-                      "journaled beside OUT: an interrupted run, run again, sends nothing twice. Prompts are "
-                      "WORKSPACE/configs/synth/*.md. Exit 0 when rows were written, 1 when none passed, 2 for bad "
-                      "input (unreadable document, no server)."))
-    add_common(syn)
-    syn.add_argument("sources", nargs="+", metavar="SRC", help=_("documents or folders of documents"))
-    syn.add_argument("-o", "--output", metavar="OUT", help=_("the JSON Lines file to write, e.g. data/NAME.jsonl"))
-    syn.add_argument("--server", metavar="ID", help=_("a server devtune started (default: the active one)"))
-    syn.add_argument("--api-base", metavar="URL", help=_("any OpenAI-compatible server instead, e.g. "
-                                                         "http://host:8000/v1"))
-    syn.add_argument("--model", metavar="NAME", help=_("the model name to ask (default: the server's only one)"))
-    syn.add_argument("--api-key-env", metavar="VAR", default="OPENAI_API_KEY",
-                     help=_("the environment variable that holds the key for --api-base (default OPENAI_API_KEY)"))
-    syn.add_argument("--concurrency", type=int, default=8, metavar="N", help=_("requests at a time (default 8)"))
-    syn.add_argument("--max-requests", type=int, metavar="N", help=_("stop after N requests (every attempt counts)"))
-    syn.add_argument("--max-tokens", type=int, metavar="N",
-                     help=_("stop before prompt + completion tokens pass N (the server's usage)"))
-    syn.add_argument("--reply-tokens", type=int, default=512, metavar="N",
-                     help=_("max_tokens of one reply (default 512)"))
-    syn.add_argument("--questions", type=int, default=3, metavar="N", help=_("questions per chunk (default 3)"))
-    syn.add_argument("--temperature", type=float, default=0.7, metavar="T", help=_("sampling temperature (0.7)"))
-    syn.add_argument("--seed", type=int, metavar="N", help=_("the server's sampling seed, for replies that repeat"))
-    syn.add_argument("--chunk-tokens", type=int, default=512, metavar="N",
-                     help=_("token budget of a chunk (default 512)"))
-    syn.add_argument("--overlap", type=int, default=48, metavar="N",
-                     help=_("tokens a long section's chunks share (default 48)"))
-    syn.add_argument("--min-grounding", type=float, default=0.5, metavar="S",
-                     help=_("drop answers whose grounding score (share of their terms found in the chunk) is below "
-                            "S (default 0.5)"))
-    syn.add_argument("--chunks", action="store_true", help=_("only list the chunks (nothing is sent)"))
-    syn.add_argument("--force", action="store_true", help=_("replace OUT if it exists (the journal is kept)"))
-    syn.add_argument("--json", action="store_true", help=_("print the summary as JSON"))
-    syn.set_defaults(handler=run_synth)
 
 
 def _scan_options(p) -> None:
@@ -445,122 +405,4 @@ def run_stats(args) -> int:
         print(_("  tokens per row"))
         for lo, hi, c in bins:
             print(f"  {lo:>6}-{hi:<6} {'█' * max(0, round(30 * c / top)):<30} {c}")
-    return 0
-
-
-# ------------------------------------------------------------------ synth
-
-class _SynthProgress:
-    """chunks done, pairs, tokens/s and errors on stderr: one line redrawn on a terminal, a line every
-    five seconds otherwise."""
-
-    def __init__(self) -> None:
-        self.tty = sys.stderr.isatty()
-        self.last = 0.0
-
-    def __call__(self, p) -> None:
-        now = time.monotonic()
-        if now - self.last < (0.2 if self.tty else 5.0):
-            return
-        self.last = now
-        if self.tty:
-            print("\r  " + p.line() + "   ", end="", file=sys.stderr, flush=True)
-        else:
-            print("  " + p.line(), file=sys.stderr, flush=True)
-
-    def done(self, p=None) -> None:
-        if self.tty:
-            print("\r" + " " * 100 + "\r", end="", file=sys.stderr)
-        if p is not None:
-            print("  " + p.line(), file=sys.stderr, flush=True)
-
-
-def _sources(args) -> list:
-    from pathlib import Path
-
-    from tui.commands.output import workspace
-
-    out = []
-    for src in args.sources:
-        p = Path(src).expanduser()
-        if not p.is_absolute() and not p.exists():
-            candidate = workspace(args).abs(p)
-            p = candidate if candidate.exists() else p
-        out.append(p)
-    return out
-
-
-def run_synth(args) -> int:
-    from core.data.synth.documents import DocumentError
-    from core.data.synth.generate import SynthError, SynthOptions
-    from core.data.synth.pipeline import plan_chunks, resolve_endpoint, synthesize
-    from core.data.synth.prompts import PromptError, workspace_prompts
-    from core.files.atomic import FileExistsRefused
-    from tui.commands.output import workspace
-
-    for name in ("concurrency", "reply_tokens", "questions"):
-        if getattr(args, name) < 1:
-            err(_("--{name} must be at least 1", name=name.replace("_", "-")))
-            return 2
-    try:
-        plan = plan_chunks(_sources(args), budget=args.chunk_tokens, overlap=args.overlap)
-    except (DocumentError, ValueError) as exc:
-        err(str(exc))
-        return 2
-    if args.chunks:
-        return _print_chunks(args, plan)
-    if not args.output:
-        err(_("name the file to write with -o data/NAME.jsonl (or list the chunks with --chunks)"))
-        return 2
-    ws = workspace(args)
-    out = _path(args, "output")
-    if out.exists() and not args.force:
-        err(str(FileExistsRefused(out)))
-        return 2
-    try:
-        endpoint = resolve_endpoint(ws, server=args.server, api_base=args.api_base, model=args.model,
-                                    key_env=args.api_key_env)
-        prompts = workspace_prompts(ws.configs_dir)
-    except (SynthError, PromptError) as exc:
-        err(str(exc))
-        return 2
-    options = SynthOptions(questions=args.questions, concurrency=args.concurrency, max_requests=args.max_requests,
-                           max_tokens=args.max_tokens, reply_tokens=args.reply_tokens, temperature=args.temperature,
-                           seed=args.seed)
-    print(_("{chunks} chunks from {docs} documents → {model} at {url} ({n} at a time); prompts in {prompts}",
-            chunks=len(plan.chunks), docs=len(plan.documents), model=endpoint.model, url=endpoint.url,
-            n=options.concurrency, prompts=prompts.folder), file=sys.stderr)
-    progress = _SynthProgress()
-    try:
-        report = synthesize(plan, out, endpoint, prompts, options, min_grounding=args.min_grounding,
-                            force=args.force, progress=progress)
-    except SynthError as exc:
-        progress.done()
-        err(str(exc))
-        return 2
-    except KeyboardInterrupt:
-        progress.done()
-        err(_("interrupted; every reply so far is in the journal — run the same command again to carry on"))
-        return 130
-    progress.done(report.progress)
-    if args.json:
-        emit_json(report.to_json())
-    else:
-        print("\n".join(report.lines()))
-    return 0 if report.rows else 1
-
-
-def _print_chunks(args, plan) -> int:
-    if args.json:
-        emit_json({"documents": [{"file": d.path, "kind": d.kind, "chars": len(d.text), "pages": len(d.pages) or None,
-                                  "chunks": n} for d, n in zip(plan.documents, plan.per_document().values())],
-                   "chunks": [{"file": c.doc, "index": c.index, "heading": c.heading, "tokens": c.tokens,
-                               "page": c.page, "language": c.language, "start": c.start, "end": c.end,
-                               "text": c.text} for c in plan.chunks]})
-        return 0
-    for d, n in zip(plan.documents, plan.per_document().values()):
-        print(_("{file}: {kind} · {chars} characters · {n} chunks", file=d.path, kind=d.kind, chars=len(d.text), n=n))
-    for c in plan.chunks:
-        page = f" p.{c.page}" if c.page else ""
-        print(f"  {c.index:>4} {c.tokens:>5}t{page:<6} {c.heading[:40]:<40}  {c.preview(60)}")
     return 0
