@@ -206,9 +206,15 @@ def signal_nodes(job_id: str, nodes: int, run_dir: str | os.PathLike, sig: str =
         _slurm(["srun", "--overlap", f"--jobid={job_id}", f"--nodes={nodes}", "--ntasks-per-node=1",
                 python, "-m", "core.train.slurm", "signal-node", str(run_dir), sig], timeout=60)
     except SlurmError:
-        state = job_state(job_id)
-        if state is not None and not state.ended:
-            raise
+        # The job may still be finishing (COMPLETING) when srun reports the aborted step: give it a moment.
+        deadline = time.monotonic() + 15
+        while True:
+            state = job_state(job_id)
+            if state is None or state.ended or state.state == "COMPLETING":
+                return
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 def _signal_this_node(run_dir: Path, sig: str) -> int:
