@@ -214,7 +214,8 @@ class TrainScreen(StepScreen):
             bar.update(total=snap.total, progress=snap.step)
         extra = u.throughput.text() if u.throughput is not None else ""
         stage = stage_metrics_text(snap.stage_metrics)  # dpo / kto: rewards, margin, accuracy
-        self.query_one("#train-progress", Static).update(progress_line(snap) + (f"  {extra}" if extra else "")
+        line = progress_line(snap, active=u.record.active)  # an ended run waits for no speed or ETA
+        self.query_one("#train-progress", Static).update(line + (f"  {extra}" if extra else "")
                                                          + (f"\n{stage}" if stage else ""))
         r = u.record
         state = status_label(r.status)

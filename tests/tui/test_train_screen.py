@@ -93,3 +93,16 @@ async def test_the_chart_keeps_its_points_when_the_run_ends(workspace, train_onl
         await wait_until(pilot, lambda: screen.record.status is RunStatus.FINISHED, timeout=30)
         await pilot.pause(0.5)
         assert len(chart.data.loss[0]) == n
+
+
+async def test_a_finished_run_does_not_wait_for_its_speed(workspace, train_only):
+    """Issue 21: the progress line of a finished run said "speed not measurable yet" (the screen called
+    progress_line without the run's activity); a run that ended waits for nothing."""
+    place_recorded_run(workspace, "20260101-000000-normal", "lf_normal", RunStatus.FINISHED, 0, time.time() - 100)
+    app = DevtuneApp(workspace, watch_terminal=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await opened(pilot, app)
+        progress = screen.query_one("#train-progress")
+        await wait_until(pilot, lambda: "step" in str(progress.render()))
+        text = str(progress.render())
+        assert "not measurable yet" not in text and "ETA" not in text, text
