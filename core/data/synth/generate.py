@@ -2,13 +2,12 @@
 
 For each chunk one request asks for questions a customer would ask, then one request per question asks for the
 answer from the chunk alone; both use JSON-schema structured output (`response_format: {"type": "json_schema"}`)
-so every complete reply parses. Requests run on one `httpx.AsyncClient`, at most `concurrency` at a time, a
-waiting answer request before a waiting questions request (`_Slots`).
+so every complete reply parses. Requests go through core.serve.client's `RequestClient` (the one `devtune eval`
+uses too), at most `concurrency` at a time, a waiting answer request before a waiting questions request.
 
-Transient failures (connection refused or reset, timeouts, 408/429/5xx) are retried with exponential back-off
-and jitter (a server's Retry-After is honoured); when a request still fails the run stops — the journal keeps
-every reply so far, and the next run carries on. A refused key (401/403), an unknown model (404) or a server
-that refuses structured output stops the run at once with what to do. Hard caps: `max_requests` (every
+Transient failures are retried with back-off there; when a request still fails the run stops — the journal
+keeps every reply so far, and the next run carries on. A refused key (401/403), an unknown model (404) or a
+server that refuses structured output stops the run at once with what to do. Hard caps: `max_requests` (every
 attempt counts) and `max_tokens` (the server's reported usage; a request is sent only when its reserve — the
 estimated prompt ×1.5 plus the reply limit — fits in what is left), so the cap is never passed.
 
@@ -18,10 +17,7 @@ Progress is a `SynthProgress` after every reply, through a plain callback.
 from __future__ import annotations
 
 import asyncio
-import heapq
-import itertools
 import json
-import random
 import re
 import time
 from collections.abc import Callable
@@ -34,9 +30,7 @@ from core.data.synth.journal import Journal
 from core.data.synth.prompts import LANGUAGE_NAMES, Prompts
 from core.i18n import _
 from core.serve.chat import Endpoint
-
-TRANSIENT_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
-MAX_BACKOFF_S = 20.0
+from core.serve.client import DOWN, KEY_REFUSED, ClientError, ClientOptions, Reply, RequestClient, json_schema_format
 MAX_QUESTION_CHARS = 300
 MAX_ANSWER_CHARS = 2000
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -116,8 +110,7 @@ class Request:
         seed = {} if options.seed is None else {"seed": options.seed}
         return {**seed, "model": model, "messages": [{"role": "user", "content": self.prompt}],
                 "temperature": options.temperature, "max_tokens": options.reply_tokens, "stream": False,
-                "response_format": {"type": "json_schema",
-                                    "json_schema": {"name": self.kind, "schema": self.schema, "strict": True}}}
+                "response_format": json_schema_format(self.kind, self.schema)}
 
     def key(self, model: str, options: SynthOptions) -> str:
         basis = json.dumps([self.kind, model, options.temperature, options.reply_tokens, self.prompt, self.schema]
@@ -188,66 +181,7 @@ def _parsed(entry: dict):
         return None
 
 
-class _Budget:
-    def __init__(self, options: SynthOptions) -> None:
-        self.options = options
-        self.requests = 0
-        self.tokens = 0  # reported usage so far
-        self.reserved = 0  # tokens held by requests in flight
-        self.reached = ""
-
-    def take(self, prompt: str) -> int | None:
-        """Reserve room for one attempt; None (and `reached` set) when a cap forbids it."""
-        o = self.options
-        if o.max_requests is not None and self.requests >= o.max_requests:
-            self.reached = self.reached or "max-requests"
-            return None
-        need = int(count_tokens(prompt) * 1.5) + 16 + o.reply_tokens
-        if o.max_tokens is not None and self.tokens + self.reserved + need > o.max_tokens:
-            self.reached = self.reached or "max-tokens"
-            return None
-        self.requests += 1
-        self.reserved += need
-        return need
-
-    def settle(self, need: int, used: int) -> None:
-        self.reserved -= need
-        self.tokens += used
-
-
-ANSWER_FIRST, QUESTIONS_AFTER = 0, 1
-
-
-class _Slots:
-    """`concurrency` request slots; a waiting answer request gets the next free slot before a waiting questions
-    request, so a chunk that has its questions is finished before new chunks are started: "chunks done" moves
-    steadily, and the run never ends on a tail of questions whose answers must still be asked one after another."""
-
-    def __init__(self, size: int) -> None:
-        self.free = size
-        self.waiting: list[tuple[int, int, asyncio.Future]] = []
-        self.order = itertools.count()
-
-    async def acquire(self, priority: int) -> None:
-        if self.free > 0 and not self.waiting:
-            self.free -= 1
-            return
-        future = asyncio.get_running_loop().create_future()
-        heapq.heappush(self.waiting, (priority, next(self.order), future))
-        try:
-            await future
-        except asyncio.CancelledError:
-            if future.done() and not future.cancelled():  # handed a slot just as it was cancelled: pass it on
-                self.release()
-            raise
-
-    def release(self) -> None:
-        while self.waiting:
-            _p, _n, future = heapq.heappop(self.waiting)
-            if not future.done():
-                future.set_result(None)  # the slot goes straight to the next waiter
-                return
-        self.free += 1
+ANSWER_FIRST, QUESTIONS_AFTER = 0, 1  # request priorities: a chunk that has its questions is finished first
 
 
 class Generator:
@@ -264,9 +198,8 @@ class Generator:
         self.on_progress = progress
         self.cancelled = cancelled or (lambda: False)
         self.transport = transport  # tests: an httpx transport
-        self.budget = _Budget(self.options)
         self.state = SynthProgress(0)
-        self.fatal: SynthError | None = None
+        self.client: RequestClient | None = None
         self._start = 0.0
 
     # ---------------------------------------------------------------- the run
@@ -275,16 +208,14 @@ class Generator:
         return asyncio.run(self.arun(chunks))
 
     async def arun(self, chunks: list[Chunk]) -> SynthProgress:
-        import httpx
-
+        o = self.options
         self.state = SynthProgress(len(chunks))
         self._start = time.perf_counter()
-        limits = httpx.Limits(max_connections=self.options.concurrency,
-                              max_keepalive_connections=self.options.concurrency)
-        self._slots = _Slots(self.options.concurrency)
-        async with httpx.AsyncClient(timeout=httpx.Timeout(self.options.timeout_s, connect=10.0), limits=limits,
-                                     transport=self.transport) as client:
-            self._client = client
+        client_options = ClientOptions(concurrency=o.concurrency, max_requests=o.max_requests, max_tokens=o.max_tokens,
+                                       retries=o.retries, backoff_s=o.backoff_s, timeout_s=o.timeout_s)
+        async with RequestClient(client_options, cancelled=lambda: self.cancelled(),
+                                 transport=self.transport) as client:
+            self.client = client
             tasks = [asyncio.create_task(self._chunk(c)) for c in chunks]
             try:
                 await asyncio.gather(*tasks)
@@ -294,15 +225,15 @@ class Generator:
                 await asyncio.gather(*tasks, return_exceptions=True)
                 self.journal.close()
         self._tick()
-        if self.fatal is not None:
+        if client.fatal is not None:
             self.state.stopped = "error"
-            raise self.fatal
+            raise synth_error(client.fatal)
         if not self.state.stopped:
-            self.state.stopped = self.budget.reached or ("cancelled" if self.cancelled() else "")
+            self.state.stopped = client.stopped
         return self.state
 
     def _halted(self) -> bool:
-        return self.fatal is not None or bool(self.budget.reached) or self.cancelled()
+        return self.client is not None and self.client.halted
 
     async def _chunk(self, chunk: Chunk) -> None:
         if self._halted():
@@ -326,15 +257,13 @@ class Generator:
             self.state.from_journal += 1
             self._count(found)
             return found
-        await self._slots.acquire(ANSWER_FIRST if request.kind == "answer" else QUESTIONS_AFTER)
-        try:
-            if self._halted():
-                return None
-            entry = await self._send(request, key)
-        finally:
-            self._slots.release()
-        if entry is None:
+        reserve = int(count_tokens(request.prompt) * 1.5) + 16 + self.options.reply_tokens
+        reply = await self.client.post(self.endpoint, request.body(self.endpoint.model, self.options),
+                                       reserve=reserve,
+                                       priority=ANSWER_FIRST if request.kind == "answer" else QUESTIONS_AFTER)
+        if reply is None:
             return None
+        entry = self._entry(request, key, reply)
         self.journal.put(entry)
         self._count(entry)
         return entry
@@ -351,115 +280,39 @@ class Generator:
         self._tick()
 
     def _tick(self) -> None:
+        if self.client is not None:
+            stats = self.client.stats
+            self.state.requests, self.state.retries = stats.requests, stats.retries
+            self.state.prompt_tokens, self.state.completion_tokens = stats.prompt_tokens, stats.completion_tokens
         self.state.elapsed_s = time.perf_counter() - self._start
         if self.on_progress:
             self.on_progress(self.state)
 
-    # ---------------------------------------------------------------- one request, retried
-
-    async def _send(self, request: Request, key: str) -> dict | None:
-        import httpx
-
-        body = request.body(self.endpoint.model, self.options)
-        headers = {**self.endpoint.headers(), "Accept": "application/json"}
-        attempt = 0
-        while True:
-            need = self.budget.take(request.prompt)
-            if need is None:
-                return None
-            used = 0
-            retry_after = None
-            problem = ""
-            try:
-                resp = await self._client.post(self.endpoint.chat_url, json=body, headers=headers)
-                self.state.requests += 1
-                if resp.status_code == 200:
-                    payload = resp.json()
-                    usage = payload.get("usage") or {}
-                    used = int(usage.get("total_tokens") or 0)
-                    self.state.prompt_tokens += int(usage.get("prompt_tokens") or 0)
-                    self.state.completion_tokens += int(usage.get("completion_tokens") or 0)
-                    choice = (payload.get("choices") or [{}])[0]
-                    return self._entry(request, key, content=(choice.get("message") or {}).get("content") or "",
-                                       finish=choice.get("finish_reason"), usage=usage)
-                if resp.status_code not in TRANSIENT_STATUS:
-                    return self._refused(request, key, resp.status_code, resp.text)
-                problem = f"HTTP {resp.status_code}"
-                retry_after = _retry_after(resp.headers.get("retry-after"))
-            except httpx.TransportError as exc:
-                self.state.requests += 1
-                problem = type(exc).__name__
-            except ValueError as exc:  # a 200 whose body is not JSON
-                return self._entry(request, key, content="", finish=None, usage={},
-                                   error=_("the reply was not JSON: {error}", error=exc))
-            finally:
-                self.budget.settle(need, used)
-            if attempt >= self.options.retries:
-                self.fatal = self.fatal or SynthError(_(
-                    "the server at {url} failed {n} times in a row ({problem}); the replies so far are kept in the "
-                    "journal — run the same command again to carry on", url=self.endpoint.url, n=attempt + 1,
-                    problem=problem))
-                return None
-            self.state.retries += 1
-            delay = min(MAX_BACKOFF_S, self.options.backoff_s * 2 ** attempt) * (0.5 + random.random() / 2)
-            await asyncio.sleep(max(delay, min(retry_after or 0.0, MAX_BACKOFF_S)))
-            attempt += 1
-            if self._halted():
-                return None
-
-    def _refused(self, request: Request, key: str, status: int, text: str) -> dict | None:
-        detail = _error_detail(text)
-        if status in (401, 403):
-            self.fatal = self.fatal or SynthError(_(
-                "the server at {url} refused the API key ({status}); for --server devtune reads it from the "
-                "server's api_key file, for --api-base from the variable named by --api-key-env", url=self.endpoint.url,
-                status=status))
-            return None
-        if status == 404:
-            self.fatal = self.fatal or SynthError(_(
-                "the server at {url} has no model named {model} (404: {detail}); `GET /v1/models` lists its models",
-                url=self.endpoint.url, model=self.endpoint.model, detail=detail[:300]))
-            return None
-        if re.search(r"response_format|json_schema|guided|structured|grammar", detail, re.IGNORECASE):
-            self.fatal = self.fatal or SynthError(_(
-                "the server at {url} refused JSON-schema structured output ({status}: {detail}); use a server that "
-                "supports response_format json_schema (vLLM does)", url=self.endpoint.url, status=status,
-                detail=detail[:300]))
-            return None
-        return self._entry(request, key, content="", finish=None, usage={},
-                           error=_("the server answered {status}: {detail}", status=status, detail=detail[:300]))
-
-    def _entry(self, request: Request, key: str, *, content: str, finish, usage: dict, error: str = "") -> dict:
+    def _entry(self, request: Request, key: str, reply: Reply) -> dict:
         entry = {"key": key, "kind": request.kind, "chunk": request.chunk.id, "doc": request.chunk.doc,
-                 "chunk_index": request.chunk.index, "model": self.endpoint.model, "content": content,
-                 "finish": finish, "usage": {k: usage.get(k) for k in ("prompt_tokens", "completion_tokens")},
+                 "chunk_index": request.chunk.index, "model": self.endpoint.model, "content": reply.content,
+                 "finish": reply.finish,
+                 "usage": {k: reply.usage.get(k) for k in ("prompt_tokens", "completion_tokens")},
                  "time": round(time.time(), 3)}
         if request.kind == "answer":
             entry["question"] = request.question
             entry["index"] = request.index
-        if error:
-            entry["error"] = error
+        if reply.error:
+            entry["error"] = reply.error
         return entry
 
 
-def _retry_after(value: str | None) -> float | None:
-    try:
-        return max(0.0, float(value)) if value else None
-    except ValueError:
-        return None
-
-
-def _error_detail(text: str) -> str:
-    try:
-        payload = json.loads(text)
-    except ValueError:
-        return text.strip()
-    if isinstance(payload, dict):
-        error = payload.get("error", payload.get("detail", payload))
-        if isinstance(error, dict):
-            return str(error.get("message") or error)
-        return str(error)
-    return str(payload)
+def synth_error(error: ClientError) -> SynthError:
+    """The client's reason to stop, said for `data synth` (which flags set the key; the journal keeps the rest)."""
+    if error.kind == KEY_REFUSED:
+        return SynthError(_("the server at {url} refused the API key ({status}); for --server devtune reads it from "
+                            "the server's api_key file, for --api-base from the variable named by --api-key-env",
+                            url=error.endpoint.url, status=error.status))
+    if error.kind == DOWN:
+        return SynthError(_("the server at {url} failed {n} times in a row ({problem}); the replies so far are kept "
+                            "in the journal — run the same command again to carry on", url=error.endpoint.url,
+                            n=error.attempts, problem=error.problem))
+    return SynthError(str(error))
 
 
 def answered(journal: Journal, endpoint_model: str, prompts: Prompts, chunk: Chunk, options: SynthOptions
