@@ -40,7 +40,7 @@ from core.config.templates import BUILTIN, TemplateCatalog
 from core.config.yaml_out import deepspeed_path
 from core.config.yaml_out import render_yaml as _render_yaml
 from core.files.atomic import FileExistsRefused, write_atomic
-from core.i18n import _
+from core.i18n import _, _n
 from core.workspace.layout import Workspace
 
 DEFAULT_CONFIG = "configs/train.yaml"
@@ -121,8 +121,8 @@ def launch_env(spec: TrainSpec, node_rank: int = 0) -> dict[str, str]:
     torchrun = spec.zero_stage is not None or launch.distributed
     if torchrun:
         env["FORCE_TORCHRUN"] = "1"
-        env["NPROC_PER_NODE"] = str(launch.gpus_per_node if launch.device == "gpu" else 1)
-    if launch.device == "gpu" and launch.nnodes > 1:
+        env["NPROC_PER_NODE"] = str(launch.gpus_per_node)
+    if launch.nnodes > 1:
         env.update(NNODES=str(launch.nnodes), NODE_RANK=str(node_rank),
                    MASTER_ADDR=launch.master_addr or "<address-of-node-0>", MASTER_PORT=str(launch.master_port))
     if launch.device == "cpu" or launch.omp_threads:
@@ -135,7 +135,7 @@ def launch_argv(spec: TrainSpec, config_path: str = DEFAULT_CONFIG) -> list[str]
 
 
 def node_commands(spec: TrainSpec, config_path: str = DEFAULT_CONFIG) -> list[NodeCommand]:
-    nodes = spec.launch.nnodes if spec.launch.device == "gpu" else 1
+    nodes = spec.launch.nnodes
     return [NodeCommand(rank, launch_env(spec, rank), launch_argv(spec, config_path)) for rank in range(nodes)]
 
 
@@ -363,7 +363,9 @@ def summary_line(shown: ConfigPreview) -> str:
     from core.config.memfit import gib, verdict_label
 
     spec = shown.spec
-    where = (_("CPU") if spec.launch.device == "cpu" else
+    where = ((_("CPU") if spec.launch.world_size == 1 else
+              _n("CPU, {n} process", "CPU, {n} processes", spec.launch.world_size))
+             if spec.launch.device == "cpu" else
              f"{spec.launch.nnodes}×{spec.launch.gpus_per_node} GPU" if spec.launch.nnodes > 1 else
              f"{spec.launch.gpus_per_node} GPU")
     zero = f" ZeRO-{spec.zero_stage}{'+offload' if spec.offload else ''}" if spec.zero_stage is not None else ""

@@ -59,6 +59,11 @@ FIELDS: tuple[FormField, ...] = (
     FormField("launch.nnodes", "int", "hardware"),
     FormField("launch.master_addr", "str", "hardware"),
     FormField("launch.master_port", "int", "hardware"),
+    FormField("launch.launcher", "choice", "hardware"),
+    FormField("launch.partition", "str", "hardware"),
+    FormField("launch.account", "str", "hardware"),
+    FormField("launch.time_limit", "str", "hardware"),
+    FormField("launch.sbatch_extra", "lines", "hardware"),
     FormField("zero_stage", "choice", "hardware"),
     FormField("offload", "bool", "hardware"),
     FormField("output_dir", "str", "output"),
@@ -83,6 +88,8 @@ def form_values(spec: TrainSpec) -> dict[str, Any]:
             out[f.key] = bool(val)
         elif f.kind == "list":
             out[f.key] = ",".join(val or [])
+        elif f.kind == "lines":
+            out[f.key] = "; ".join(val or [])
         elif f.key == "zero_stage":
             out[f.key] = "none" if val is None else str(val)
         else:
@@ -106,6 +113,8 @@ def _convert(f: FormField, raw: Any) -> Any:
     text = str(raw).strip() if raw is not None else ""
     if f.kind == "list":
         return [p.strip() for p in text.split(",") if p.strip()]
+    if f.kind == "lines":
+        return [p.strip() for p in text.split(";") if p.strip()]
     if f.key == "stage":
         return text or "sft"
     if text == "":

@@ -180,7 +180,7 @@ def estimate(spec: TrainSpec, shape: ModelShape, target: GpuTarget | None, *,
     act_b = 4 if prec == "fp32" else 2
     w_b = 4 if prec == "fp32" else 2
     n = spec.launch.world_size
-    nodes = spec.launch.nnodes if not on_cpu else 1
+    nodes = spec.launch.nnodes
     stage = spec.zero_stage
     offload = bool(spec.offload) and stage in (2, 3)
     seq = int(seq_len or value(spec, "cutoff_len"))

@@ -21,7 +21,7 @@ from core.config.spec import TrainSpec, value
 from core.config.templates import default_template
 from core.config.yaml_out import deepspeed_path
 from core.config.resume_point import zero_step_reason
-from core.i18n import _
+from core.i18n import _, _n
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 LOCAL_ROOTS = ("models", "saves", "exports", ".", "..", "~")
@@ -141,9 +141,11 @@ def rule_precision(spec: TrainSpec, ctx: RuleContext) -> list[ConfigFinding]:
 def rule_distributed(spec: TrainSpec, ctx: RuleContext) -> list[ConfigFinding]:
     launch, out = spec.launch, []
     if launch.device == "cpu":
-        if launch.gpus_per_node > 1 or launch.nnodes > 1:
-            out.append(ConfigFinding("warning", "launch.cpu_many", _("a CPU run uses one process; GPUs and nodes are "
-                                                              "ignored"), "launch"))
+        if launch.distributed:
+            out.append(ConfigFinding("info", "launch.cpu_many", _n(
+                "{n} training process on this CPU (gloo): it tests the multi-GPU path, it is not faster than one",
+                "{n} training processes on this CPU (gloo): they test the multi-GPU path, not faster than one",
+                launch.world_size), "launch"))
         if spec.zero_stage is not None:
             out.append(ConfigFinding("warning", "deepspeed.cpu", _("DeepSpeed on a CPU works but is slow and builds its "
                                                             "CPU kernels on first use"), "zero_stage"))
@@ -152,7 +154,7 @@ def rule_distributed(spec: TrainSpec, ctx: RuleContext) -> list[ConfigFinding]:
             out.append(ConfigFinding("info", "launch.ddp", _("several GPUs without DeepSpeed: plain data parallel, every GPU "
                                                       "holds the whole model"), "zero_stage",
                                _("ZeRO-3 shards it across the GPUs")))
-        if launch.nnodes > 1 and not launch.master_addr:
+        if launch.nnodes > 1 and not launch.master_addr and launch.launcher != "slurm":
             out.append(ConfigFinding("error", "launch.master_addr", _("multi-node runs need the address of node 0 "
                                                                "(MASTER_ADDR)"), "launch",
                                _("devtune config init --master-addr HOST")))

@@ -68,20 +68,26 @@ class Launch(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     device: Literal["cpu", "gpu"] = "gpu"
-    gpus_per_node: int = Field(1, ge=1, le=64)
+    gpus_per_node: int = Field(1, ge=1, le=64)  # on a CPU: processes per node (gloo ranks)
     nnodes: int = Field(1, ge=1, le=1024)
     master_addr: str | None = None  # address of node 0 (multi-node only)
     master_port: int = Field(29500, ge=1, le=65535)
     gpu_model: str | None = None  # core.config.gpu_catalog id of the target GPU, when the doctor found none
     omp_threads: int | None = Field(None, ge=1)  # OMP_NUM_THREADS; 1 on a CPU
+    # how the nodes are started: "local" (this machine, or the per-node commands by hand) or "slurm" (sbatch)
+    launcher: Literal["local", "slurm"] = "local"
+    partition: str | None = None  # Slurm --partition
+    account: str | None = None  # Slurm --account
+    time_limit: str | None = None  # Slurm --time ("2-00:00:00", "90")
+    sbatch_extra: list[str] = Field(default_factory=list)  # more "#SBATCH" lines, as written
 
     @property
     def world_size(self) -> int:
-        return self.gpus_per_node * self.nnodes if self.device == "gpu" else 1
+        return self.gpus_per_node * self.nnodes
 
     @property
     def distributed(self) -> bool:
-        return self.device == "gpu" and (self.gpus_per_node > 1 or self.nnodes > 1)
+        return self.gpus_per_node > 1 or self.nnodes > 1
 
 
 class TrainSpec(BaseModel):

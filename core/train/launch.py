@@ -21,7 +21,8 @@ from pathlib import Path
 
 from core.i18n import _
 from core.setup.torch_build import detect_hardware
-from core.train.runs import RunRecord, list_runs, start_run
+from core.files.atomic import write_atomic
+from core.train.runs import RunRecord, list_runs, reserve_run_dir, start_run
 from core.workspace.layout import Workspace
 
 
@@ -33,7 +34,9 @@ def venv_bin() -> Path:
     return Path(sys.executable).parent
 
 
-def training_env(ws: Workspace, spec_env: dict[str, str], output_dir: str) -> dict[str, str]:
+def training_env(ws: Workspace, spec_env: dict[str, str], output_dir: str, *,
+                 on_this_machine: bool = True) -> dict[str, str]:
+    """`on_this_machine` False: the trainer runs on cluster nodes, whose hardware this machine cannot see."""
     env = dict(spec_env)
     env["LLAMABOARD_ENABLED"] = "1"
     env["LLAMABOARD_WORKDIR"] = output_dir
@@ -45,21 +48,79 @@ def training_env(ws: Workspace, spec_env: dict[str, str], output_dir: str) -> di
         env["HF_DATASETS_CACHE"] = str(ws.cache_dir / "datasets")
     if "TORCH_EXTENSIONS_DIR" not in os.environ:
         env["TORCH_EXTENSIONS_DIR"] = str(ws.cache_dir / "torch_extensions")
-    if "DS_ACCELERATOR" not in os.environ and detect_hardware().kind == "cpu":
+    if on_this_machine and "DS_ACCELERATOR" not in os.environ and detect_hardware().kind == "cpu":
         env["DS_ACCELERATOR"] = "cpu"  # said up front, instead of DeepSpeed warning about it in the log
     return env
 
 
-def launch_training(ws: Workspace, config_path: str | None = None) -> RunRecord:
-    """Start the training run for `config_path` (default: the wizard's config) and return at once."""
-    from core.config.files import (
-        ConfigMissing,
-        current_config_path,
-        launch_argv,
-        launch_env,
-        load_spec,
-    )
+def claimed_output_dirs(ws: Workspace) -> dict[str, str]:
+    """output_dir -> the id of the newest run that wrote there."""
+    claimed: dict[str, str] = {}
+    for r in reversed(list_runs(ws)):  # oldest first: the newest claim wins
+        if r.output_dir and r.kind == "train":
+            claimed[r.output_dir.rstrip("/")] = r.id
+    return claimed
 
+
+def own_output_dir(ws: Workspace, wanted: str) -> tuple[str, str | None]:
+    """The folder a new run writes to: `wanted` while no run has written there and it is empty, else the
+    first free `wanted-N`. Returns (folder, why it is not `wanted`: None when it is)."""
+    claimed = claimed_output_dirs(ws)
+    wanted = wanted.rstrip("/")
+
+    def free(rel: str) -> bool:
+        folder = ws.abs(rel)
+        return rel not in claimed and not (folder.exists() and (not folder.is_dir() or any(folder.iterdir())))
+
+    if free(wanted):
+        return wanted, None
+    owner = claimed.get(wanted)
+    why = (_("{dir} holds the results of run {id}", dir=wanted, id=owner) if owner else
+           _("{dir} is not empty (files from outside devtune)", dir=wanted))
+    import re
+
+    numbered = re.fullmatch(r"(.+)-(\d+)", wanted)  # saves/x-2 taken: saves/x-3, not saves/x-2-2
+    base, n = (numbered.group(1), int(numbered.group(2)) + 1) if numbered else (wanted, 2)
+    while not free(f"{base}-{n}"):
+        n += 1
+    return f"{base}-{n}", why
+
+
+def snapshot_config(ws: Workspace, spec, source: str, directory: Path, output_dir: str) -> str:
+    """Copy the YAML (and its DeepSpeed JSON) into the run folder, with the run's own output_dir: what the run
+    trains with stays on record however the workspace's config changes later (merge and resume read it).
+    Returns the copy's workspace-relative path."""
+    import re
+    import shutil
+
+    from core.config.files import record_sidecar
+    from core.config.yaml_out import deepspeed_path
+
+    text = ws.abs(source).read_text(encoding="utf-8")
+    update = {"output_dir": output_dir}
+    ds = deepspeed_path(spec)
+    if ds and ws.abs(ds).is_file():
+        shutil.copyfile(ws.abs(ds), directory / "ds_config.json")
+        update["deepspeed"] = ws.rel(directory / "ds_config.json")
+    for key, value in update.items():
+        line = f"{key}: {value}"
+        text, found = re.subn(rf"^{key}:.*$", lambda _m, line=line: line, text, count=1, flags=re.M)
+        if not found:
+            text = text.rstrip("\n") + f"\n{line}\n"
+    copy = directory / "train.yaml"
+    write_atomic(copy, text)
+    record_sidecar(ws, spec.model_copy(update=update), ws.rel(copy))
+    return ws.rel(copy)
+
+
+def launch_training(ws: Workspace, config_path: str | None = None, *, say=None) -> RunRecord:
+    """Start the training run for `config_path` (default: the wizard's config) and return at once.
+
+    The run gets an output_dir of its own (core.train.launch.own_output_dir): it never writes into another
+    run's folder, so it never resumes a checkpoint it was not asked to (that is `devtune resume`)."""
+    from core.config.files import ConfigMissing, current_config_path, launch_env, load_spec
+
+    say = say or (lambda _m: None)
     rel = ws.rel(config_path) if config_path else current_config_path(ws)
     try:
         spec = load_spec(ws, rel)
@@ -67,22 +128,50 @@ def launch_training(ws: Workspace, config_path: str | None = None) -> RunRecord:
         raise LaunchError(str(exc)) from exc
     except (OSError, ValueError) as exc:
         raise LaunchError(_("cannot read the training config {path}: {error}", path=rel, error=str(exc))) from exc
-    output_dir = spec.output_dir
-    if not output_dir:
+    if not spec.output_dir:
         raise LaunchError(_("{path} has no output_dir; set one (e.g. saves/my-run)", path=rel))
-    busy = [r for r in list_runs(ws) if r.active and r.output_dir == output_dir]
-    if busy:
-        raise LaunchError(_("run {id} is already writing to {dir}; stop it or choose another output_dir",
-                            id=busy[0].id, dir=output_dir))
-    from core.config.resume_point import zero_step_reason
+    output_dir, why = own_output_dir(ws, spec.output_dir)
+    if why:
+        from core.config.resume_point import last_checkpoint_of
 
-    done = zero_step_reason(spec, ws.abs(output_dir))  # LLaMA-Factory would resume from the last checkpoint
-    if done:
-        raise LaunchError(_("not started: {output_dir} holds a finished run and LLaMA-Factory would resume "
-                            "it ({reason}). Set another output_dir in {path}, or overwrite_output_dir: true to "
-                            "train again from the start", output_dir=output_dir, reason=done, path=rel))
-    argv = launch_argv(spec, rel)
+        owner = claimed_output_dirs(ws).get(spec.output_dir.rstrip("/"))
+        owner = owner if last_checkpoint_of(ws.abs(spec.output_dir)) is not None else None
+        say(_("{why}: this run writes to {dir}", why=why, dir=output_dir)
+            + ("; " + _("`devtune resume {id}` continues that run instead", id=owner) if owner else ""))
+    directory = reserve_run_dir(ws, Path(output_dir).name or "train")
+    try:
+        config = snapshot_config(ws, spec, rel, directory, output_dir)
+    except OSError as exc:
+        shutil_rmtree(directory)
+        raise LaunchError(_("cannot copy the training config {path}: {error}", path=rel, error=str(exc))) from exc
+    argv = ["llamafactory-cli", "train", config]
     argv[0] = str(venv_bin() / argv[0]) if (venv_bin() / argv[0]).exists() else argv[0]
-    env = training_env(ws, launch_env(spec), output_dir)
-    label = Path(output_dir).name or "train"
-    return start_run(ws, argv, env=env, label=label, config=rel, output_dir=output_dir, kind="train")
+    env = training_env(ws, launch_env(spec), output_dir, on_this_machine=spec.launch.launcher != "slurm"
+                       or spec.launch.device == "cpu")
+    if spec.launch.launcher == "slurm":
+        return _submit(ws, spec, directory, argv, env, config, rel, output_dir, say)
+    return start_run(ws, argv, env=env, directory=directory, config=config, source_config=rel,
+                     output_dir=output_dir, kind="train")
+
+
+def _submit(ws: Workspace, spec, directory: Path, argv: list[str], env: dict[str, str], config: str, source: str,
+            output_dir: str, say) -> RunRecord:
+    """The run as a Slurm job: preflight on every node, job.sbatch, sbatch; the supervisor waits on the job."""
+    from core.config.files import load_spec
+    from core.train.slurm import SlurmError
+    from core.train.slurm_launch import preflight_files, slurm_job, submit_job
+
+    job = slurm_job(ws, spec, directory, argv, env)
+    try:
+        job_id, waiter = submit_job(job, directory, preflight_files(ws, load_spec(ws, config), config), say=say)
+    except SlurmError as exc:
+        shutil_rmtree(directory)
+        raise LaunchError(_("not submitted: {error}", error=str(exc))) from exc
+    return start_run(ws, waiter, env=env, directory=directory, config=config, source_config=source,
+                     output_dir=output_dir, kind="train", launcher="slurm", job_id=job_id, nodes=job.nodes)
+
+
+def shutil_rmtree(directory: Path) -> None:
+    import shutil
+
+    shutil.rmtree(directory, ignore_errors=True)

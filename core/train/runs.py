@@ -75,7 +75,8 @@ class RunRecord(BaseModel):
     argv: list[str]
     cwd: str
     env: dict[str, str] = Field(default_factory=dict)  # only what devtune set: never the whole env (secrets)
-    config: str | None = None  # the YAML, workspace-relative
+    config: str | None = None  # the YAML the run trains with (its copy in the run folder), workspace-relative
+    source_config: str | None = None  # the workspace's YAML it was copied from, when it was
     output_dir: str | None = None  # LLaMA-Factory's output_dir, workspace-relative
     host: str = Field(default_factory=socket.gethostname)
     started: float = Field(default_factory=time.time)
@@ -88,6 +89,10 @@ class RunRecord(BaseModel):
     stop_requested: float | None = None
     stop_stage: str | None = None  # graceful | term | kill
     resume_of: str | None = None  # the run this one resumes
+    launcher: str = "local"  # "local" (a process here) | "slurm" (the supervisor waits on a Slurm job)
+    job_id: str | None = None  # the Slurm job
+    nodes: int = 1
+    cluster_state: str | None = None  # how Slurm ended the job (TIMEOUT, PREEMPTED, NODE_FAIL, ...)
     resume_checkpoint: str | None = None
     note: str = ""  # why it ended, in words
     # This run's own lines of output_dir/trainer_log.jsonl: a resume appends to the same file, so a run
@@ -135,6 +140,12 @@ def ending_note(record: RunRecord) -> str:
         return record.note  # could not start: the system's reason, as the supervisor recorded it
     if code is None:
         return _("ended without a recorded exit code (the supervisor was killed, or the machine rebooted)")
+    if record.cluster_state:
+        from core.train.slurm import JobState
+
+        return _("Slurm job {job}: {what}; `devtune resume {id}` continues from the last checkpoint",
+                 job=record.job_id, what=JobState(record.job_id or "", record.cluster_state).describe(),
+                 id=record.id)
     if record.stop_requested is not None:
         return _("stopped on request (exit code {code})", code=code)
     if code == 0:
@@ -184,20 +195,34 @@ def new_run_id(label: str, runs_dir: Path) -> str:
     return run_id
 
 
-def start_run(ws: Workspace, argv: list[str], *, env: dict[str, str], label: str,
-              config: str | None = None, output_dir: str | None = None, kind: str = "train",
-              resume_of: str | None = None, resume_checkpoint: str | None = None) -> RunRecord:
+def reserve_run_dir(ws: Workspace, label: str) -> Path:
+    """A new, empty run folder (its name is the run id), made before the run starts so files can go in."""
+    ws.ensure()
+    ws.runs_dir.mkdir(parents=True, exist_ok=True)
+    while True:
+        directory = run_dir(ws, new_run_id(label, ws.runs_dir))
+        try:
+            directory.mkdir()
+            return directory
+        except FileExistsError:
+            continue
+
+
+def start_run(ws: Workspace, argv: list[str], *, env: dict[str, str], label: str = "run",
+              directory: Path | None = None, config: str | None = None, source_config: str | None = None,
+              output_dir: str | None = None, kind: str = "train", resume_of: str | None = None,
+              resume_checkpoint: str | None = None, launcher: str = "local", job_id: str | None = None,
+              nodes: int = 1) -> RunRecord:
     """Launch `argv` detached under a supervisor and return its record at once.
 
     `env` is what devtune adds to the inherited environment; it is recorded in run.json (so it
-    must never hold secrets). The process runs with cwd = the workspace root.
+    must never hold secrets). The process runs with cwd = the workspace root. `directory`: a folder
+    from reserve_run_dir (default: a new one named after `label`).
     """
     if not argv:
         raise RunError(_("nothing to run"))
-    ws.ensure()
-    run_id = new_run_id(label, ws.runs_dir)
-    directory = run_dir(ws, run_id)
-    directory.mkdir(parents=True)
+    directory = directory or reserve_run_dir(ws, label)
+    run_id = directory.name
     log_start = 0
     if output_dir:
         try:
@@ -205,7 +230,8 @@ def start_run(ws: Workspace, argv: list[str], *, env: dict[str, str], label: str
         except OSError:
             log_start = 0
     record = RunRecord(id=run_id, kind=kind, argv=list(argv), cwd=str(ws.root), env=dict(env), config=config,
-                       output_dir=output_dir, resume_of=resume_of, resume_checkpoint=resume_checkpoint,
+                       source_config=source_config, output_dir=output_dir, launcher=launcher, job_id=job_id,
+                       nodes=nodes, resume_of=resume_of, resume_checkpoint=resume_checkpoint,
                        log_start=log_start)
     write_record(directory, record)
     for name in ("stdout.log", "stderr.log"):
@@ -261,6 +287,8 @@ def refresh(directory: Path) -> RunRecord:
     record = read_record(directory)
     if not record.active:
         return record
+    if record.launcher == "slurm":
+        _queue_state(directory, record)
     supervisor_alive = record.supervisor is not None and record.supervisor.alive()
     if supervisor_alive:
         return record
@@ -279,6 +307,21 @@ def refresh(directory: Path) -> RunRecord:
             record.log_frozen = freeze_trainer_log(directory, record)
             write_record(directory, record)
     return record
+
+
+def _queue_state(directory: Path, record: RunRecord) -> None:
+    """A Slurm job still in the queue is a run that is starting, with Slurm's reason as its note."""
+    from core.train.slurm_launch import job_of
+
+    state = job_of(directory)
+    if state and state.get("state") in ("PENDING", "CONFIGURING", "REQUEUED", "RESIZING"):
+        from core.train.slurm import JobState
+
+        record.status = RunStatus.STARTING
+        record.note = _("Slurm job {job}: {what}", job=record.job_id,
+                        what=JobState(record.job_id or "", state["state"], state.get("reason") or "").describe())
+    elif record.job_id:
+        record.note = record.note or _("Slurm job {job}", job=record.job_id)
 
 
 def list_runs(ws: Workspace) -> list[RunRecord]:
@@ -329,6 +372,8 @@ def stop_run(ws: Workspace, run_id: str, *, graceful_timeout: float = 120.0, ter
     if not record.active:
         return record
     record = update_record(directory, stop_requested=time.time(), stop_stage="graceful")
+    if record.launcher == "slurm" and record.job_id:
+        return _stop_slurm(directory, record, graceful_timeout, term_timeout, say)
     if record.trainer is None:
         _wait_for(lambda: refresh(directory).trainer is not None or not refresh(directory).active, 10)
         record = refresh(directory)
@@ -349,6 +394,33 @@ def stop_run(ws: Workspace, run_id: str, *, graceful_timeout: float = 120.0, ter
     return refresh(directory)
 
 
+def _stop_slurm(directory: Path, record: RunRecord, graceful_timeout: float, term_timeout: float,
+                say) -> RunRecord:
+    """SIGABRT to every node's trainer through srun (LLaMA-Factory saves and stops), then scancel."""
+    from core.train.slurm import SlurmError, cancel, job_state, signal_nodes
+
+    state = job_state(record.job_id)
+    if state is not None and state.state == "RUNNING":
+        say(_("asking the trainer on each of the {n} nodes to stop after this step and save (SIGABRT through srun)",
+              n=record.nodes))
+        try:
+            signal_nodes(record.job_id, record.nodes, directory, "ABRT")
+        except SlurmError as exc:
+            say(str(exc))
+        if _wait_for(lambda: not refresh(directory).active, graceful_timeout, interval=1.0):
+            return refresh(directory)
+        say(_("no graceful stop after {s:.0f} s; cancelling Slurm job {job}", s=graceful_timeout, job=record.job_id))
+    else:
+        say(_("cancelling Slurm job {job}", job=record.job_id))
+    update_record(directory, stop_stage="term")
+    try:
+        cancel(record.job_id)
+    except SlurmError as exc:
+        say(str(exc))
+    _wait_for(lambda: not refresh(directory).active, term_timeout + 30, interval=1.0)
+    return refresh(directory)
+
+
 def _wait_for(predicate, timeout: float, interval: float = 0.25) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -359,7 +431,8 @@ def _wait_for(predicate, timeout: float, interval: float = 0.25) -> bool:
 
 
 def resume_run(ws: Workspace, run_id: str) -> RunRecord:
-    """Start a new run that continues `run_id` from its last checkpoint (same config and output_dir)."""
+    """Start a new run that continues `run_id` from its last checkpoint (same config and output_dir), once
+    the checkpoint fits the run's config (core.train.checkpoint_fit: method, ZeRO stage, world size)."""
     old = refresh(run_dir(ws, run_id))
     if old.active:
         raise RunError(_("run {id} is still {status}; stop it first", id=old.id, status=status_label(old.status)))
@@ -376,9 +449,45 @@ def resume_run(ws: Workspace, run_id: str) -> RunRecord:
     if done:
         raise RunError(_("run {id} has nothing left to train: {reason}. Merge it (`devtune merge {id}`), or train "
                          "for longer with a new run", id=old.id, reason=done))
-    argv = [a for a in old.argv if not a.startswith(("resume_from_checkpoint=", "overwrite_output_dir="))]
-    argv += [f"resume_from_checkpoint={ws.rel(checkpoint)}", "overwrite_output_dir=false"]
+    if old.config:
+        from core.config.files import load_spec
+        from core.train.checkpoint_fit import fit_problems
+
+        try:
+            spec = load_spec(ws, old.config)
+        except Exception as exc:  # noqa: BLE001 - any unreadable config is the same answer
+            raise RunError(_("cannot read run {id}'s config {path}: {error}", id=old.id, path=old.config,
+                             error=str(exc))) from exc
+        problems = fit_problems(checkpoint, spec)
+        if problems:
+            raise RunError(_("{ck} cannot be resumed by run {id}'s config: {why}", ck=ws.rel(checkpoint), id=old.id,
+                             why="; ".join(problems)))
+    extra = [f"resume_from_checkpoint={ws.rel(checkpoint)}", "overwrite_output_dir=false"]
     base = old.id.split("-resume")[0]
-    return start_run(ws, argv, env=old.env, label=f"{base[16:] or 'run'}-resume", config=old.config,
-                     output_dir=old.output_dir, kind=old.kind, resume_of=old.id,
-                     resume_checkpoint=ws.rel(checkpoint))
+    label = f"{base[16:] or 'run'}-resume"
+    if old.launcher == "slurm":
+        return _resume_on_slurm(ws, old, label, extra, checkpoint)
+    argv = [a for a in old.argv if not a.startswith(("resume_from_checkpoint=", "overwrite_output_dir="))]
+    return start_run(ws, argv + extra, env=old.env, label=label, config=old.config,
+                     source_config=old.source_config, output_dir=old.output_dir, kind=old.kind,
+                     resume_of=old.id, resume_checkpoint=ws.rel(checkpoint))
+
+
+def _resume_on_slurm(ws: Workspace, old: RunRecord, label: str, extra: list[str], checkpoint: Path) -> RunRecord:
+    """The old run's Slurm job submitted again (preflight included), continuing from `checkpoint`."""
+    import shutil
+
+    from core.config.files import load_spec
+    from core.train.slurm import SlurmError
+    from core.train.slurm_launch import preflight_files, resubmit
+
+    directory = reserve_run_dir(ws, label)
+    try:
+        files = preflight_files(ws, load_spec(ws, old.config), old.config) if old.config else []
+        job, job_id, waiter = resubmit(run_dir(ws, old.id), directory, extra, files)
+    except (SlurmError, OSError, ValueError) as exc:
+        shutil.rmtree(directory, ignore_errors=True)
+        raise RunError(str(exc)) from exc
+    return start_run(ws, waiter, env=old.env, directory=directory, config=old.config,
+                     source_config=old.source_config, output_dir=old.output_dir, kind=old.kind, resume_of=old.id,
+                     resume_checkpoint=ws.rel(checkpoint), launcher="slurm", job_id=job_id, nodes=job.nodes)

@@ -117,15 +117,41 @@ def _checkpoint(out: Path, step: int, max_steps: int, epochs: float = 3.0) -> No
                                                        "num_train_epochs": epochs}))
 
 
-def test_a_run_that_would_train_zero_steps_is_refused(workspace, capsys):
+def _wait_ended(ws, run_id: str, timeout: float = 120) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while refresh(run_dir(ws, run_id)).active:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+
+
+def test_a_new_run_never_resumes_a_checkpoint_it_was_not_asked_to(workspace, capsys):
+    """Issue 16: a second run in a folder that holds a finished run's checkpoint used to auto-resume it (or,
+    before issue 21, trained zero steps). Now every run gets a folder of its own; the config stays as it is."""
     cfg = workspace.root / "configs" / "train.yaml"
     cfg.parent.mkdir(parents=True, exist_ok=True)
-    cfg.write_text("model_name_or_path: models/m\nstage: sft\ndo_train: true\nfinetuning_type: lora\n"
-                   "dataset: support\ntemplate: llama3\noutput_dir: saves/done\nnum_train_epochs: 3.0\n")
+    text = ("model_name_or_path: models/m\nstage: sft\ndo_train: true\nfinetuning_type: lora\n"
+            "dataset: support\ntemplate: llama3\noutput_dir: saves/done\nnum_train_epochs: 3.0\n")
+    cfg.write_text(text)
     _checkpoint(workspace.root / "saves" / "done", 90, 90)
     code, _out, err = cli(capsys, "train", "--detach", "--config", str(cfg), "-w", str(workspace.root))
-    assert code == 2 and "zero steps" in err and "saves/done" in err
-    assert not any(workspace.runs_dir.iterdir()) if workspace.runs_dir.exists() else True
+    assert code == 0 and "saves/done is not empty" in err and "saves/done-2" in err
+    first = find_run(workspace, None)
+    assert first.output_dir == "saves/done-2" and first.source_config == "configs/train.yaml"
+    copy = (workspace.root / first.config).read_text()
+    assert "output_dir: saves/done-2" in copy and first.config in first.argv
+    assert cfg.read_text() == text  # the person's config is not touched
+    _wait_ended(workspace, first.id)
+
+    _checkpoint(workspace.root / "saves" / "done-2", 5, 90)  # as if that run had saved a checkpoint
+    cfg2 = cfg.with_name("again.yaml")
+    cfg2.write_text(text.replace("saves/done\n", "saves/done-2\n"))
+    code, _out, err = cli(capsys, "train", "--detach", "--config", str(cfg2), "-w", str(workspace.root))
+    second = find_run(workspace, None)
+    assert code == 0 and second.output_dir == "saves/done-3"
+    assert f"saves/done-2 holds the results of run {first.id}" in err and f"devtune resume {first.id}" in err
+    _wait_ended(workspace, second.id)
 
 
 def test_resume_of_a_finished_run_is_refused():

@@ -52,10 +52,17 @@ def register(sub, add_common) -> list[str]:
                       help=_("dpo loss: sigmoid (DPO), orpo or simpo (no reference model)"))
     init.add_argument("--adapter", metavar="PATH",
                       help=_("an adapter to start from, e.g. the SFT run's folder saves/RUN"))
-    init.add_argument("--gpus", type=int, metavar="N", help=_("GPUs per node"))
+    init.add_argument("--gpus", type=int, metavar="N", help=_("GPUs per node (on a CPU preset: training processes)"))
     init.add_argument("--nodes", type=int, metavar="N", help=_("number of nodes"))
     init.add_argument("--master-addr", metavar="HOST", help=_("address of node 0 (multi-node)"))
     init.add_argument("--master-port", type=int, metavar="PORT", help=_("port on node 0 (default 29500)"))
+    init.add_argument("--launcher", choices=("local", "slurm"),
+                      help=_("how the nodes start: local (this machine; per-node commands) or slurm (sbatch)"))
+    init.add_argument("--partition", metavar="NAME", help=_("Slurm partition"))
+    init.add_argument("--account", metavar="NAME", help=_("Slurm account"))
+    init.add_argument("--time", metavar="LIMIT", dest="time_limit", help=_("Slurm time limit, e.g. 2-00:00:00"))
+    init.add_argument("--sbatch", metavar="LINE", action="append", dest="sbatch_extra",
+                      help=_("one more #SBATCH line, e.g. --qos=high (repeat for more)"))
     init.add_argument("--zero", choices=("none", "2", "3"), help=_("DeepSpeed ZeRO stage"))
     init.add_argument("--offload", action="store_true", default=None, help=_("DeepSpeed CPU offload"))
     init.add_argument("--gpu-model", metavar="ID",
@@ -121,11 +128,13 @@ def _overrides(args, spec):
     if args.offload is not None:
         update.update(offload=bool(args.offload), deepspeed=None)
     for key, arg in (("gpus_per_node", args.gpus), ("nnodes", args.nodes), ("master_addr", args.master_addr),
-                     ("master_port", args.master_port), ("gpu_model", args.gpu_model)):
+                     ("master_port", args.master_port), ("gpu_model", args.gpu_model),
+                     ("launcher", args.launcher), ("partition", args.partition), ("account", args.account),
+                     ("time_limit", args.time_limit), ("sbatch_extra", args.sbatch_extra)):
         if arg is not None:
             launch[key] = arg
-    if launch or args.gpus:
-        launch.setdefault("device", "gpu")
+    if launch and spec.launch.device != "cpu":
+        launch.setdefault("device", "gpu")  # a CPU preset stays on the CPU: --gpus N is N processes there
     if launch:
         update["launch"] = spec.launch.model_copy(update=launch).model_dump()
     data = {**spec.model_dump(), **update}
