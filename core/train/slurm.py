@@ -38,6 +38,7 @@ from core.processes.helpers import run_helper
 POLL_SECONDS = 2.0
 ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "PREEMPTED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL",
          "DEADLINE", "REVOKED", "SPECIAL_EXIT"}
+ENDED_BY_CLUSTER = ("TIMEOUT", "PREEMPTED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")
 PACKAGES = ("torch", "transformers", "deepspeed", "llamafactory", "peft", "accelerate", "datasets")
 
 
@@ -157,7 +158,7 @@ class JobState:
 
     @property
     def ended_by_cluster(self) -> bool:
-        return self.state in ("TIMEOUT", "PREEMPTED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")
+        return self.state in ENDED_BY_CLUSTER
 
 
 def parse_scontrol_job(text: str) -> JobState | None:
@@ -196,15 +197,23 @@ def cancel(job_id: str, sig: str | None = None) -> None:
     _slurm(["scancel", *([f"--signal={sig}"] if sig else []), str(job_id)])
 
 
+SIGNAL_LEAD_S = 3.0  # srun starts the signal's tasks within this; they all signal at that agreed moment
+
+
 def signal_nodes(job_id: str, nodes: int, run_dir: str | os.PathLike, sig: str = "ABRT",
                  python: str = sys.executable) -> None:
     """Send `sig` to the training processes of every node of the job (the leaves of each node's task).
+
+    Every node signals at one agreed moment (now + SIGNAL_LEAD_S, on clocks a cluster keeps in step), not as
+    its task happens to start: LLaMA-Factory stops after the step in which the signal arrives, and ranks that
+    stop after different steps wait on each other's collectives until one aborts.
 
     A graceful stop can end the job before this step has reported back (Slurm then aborts the step): that is
     not an error, the signal has done its work."""
     try:
         _slurm(["srun", "--overlap", f"--jobid={job_id}", f"--nodes={nodes}", "--ntasks-per-node=1",
-                python, "-m", "core.train.slurm", "signal-node", str(run_dir), sig], timeout=60)
+                python, "-m", "core.train.slurm", "signal-node", str(run_dir), sig,
+                f"{time.time() + SIGNAL_LEAD_S:.3f}"], timeout=60)
     except SlurmError:
         # The job may still be finishing (COMPLETING) when srun reports the aborted step: give it a moment.
         deadline = time.monotonic() + 15
@@ -217,7 +226,9 @@ def signal_nodes(job_id: str, nodes: int, run_dir: str | os.PathLike, sig: str =
             time.sleep(0.5)
 
 
-def _signal_this_node(run_dir: Path, sig: str) -> int:
+def _signal_this_node(run_dir: Path, sig: str, at: float | None = None) -> int:
+    if at is not None:
+        time.sleep(max(0.0, at - time.time()))
     pid_file = run_dir / "nodes" / f"{os.environ.get('SLURM_NODEID', '0')}.pid"
     try:
         pid = int(pid_file.read_text().strip())
@@ -304,9 +315,10 @@ def main(argv: list[str]) -> int:
         print(_("slurm job {id}: {state}", id=state.job_id, state=state.describe()), file=sys.stderr)
         code = state.process_exit
         return 1 if code is None and state.state != "COMPLETED" else (code or 0)
-    if len(argv) == 3 and argv[0] == "signal-node":
-        return _signal_this_node(Path(argv[1]), argv[2])
-    print("usage: python -m core.train.slurm wait JOB_ID STATE_FILE | signal-node RUN_DIR SIGNAL", file=sys.stderr)
+    if len(argv) in (3, 4) and argv[0] == "signal-node":
+        return _signal_this_node(Path(argv[1]), argv[2], float(argv[3]) if len(argv) == 4 else None)
+    print("usage: python -m core.train.slurm wait JOB_ID STATE_FILE | signal-node RUN_DIR SIGNAL [AT]",
+          file=sys.stderr)
     return 2
 
 

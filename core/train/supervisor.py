@@ -71,6 +71,13 @@ def supervise(directory: Path) -> int:
         code = proc.wait()
     record = read_record(directory)
     stopped = record.stop_requested is not None
+    if record.launcher == "slurm":
+        from core.train.slurm import ENDED_BY_CLUSTER
+        from core.train.slurm_launch import job_of
+
+        state = (job_of(directory) or {}).get("state")
+        if state in ENDED_BY_CLUSTER and not stopped:
+            record = update_record(directory, cluster_state=state)
     frozen = freeze_trainer_log(directory, record)  # before the status says it ended: readers find the copy
     ended = record.model_copy(update={"status": _status_for(code, stopped), "exit_code": code})
     update_record(directory, status=ended.status, exit_code=code, ended=time.time(), note=ending_note(ended),

@@ -54,12 +54,16 @@ def _record_json(ws, record) -> dict:
         "started": record.started,
         "ended": record.ended,
         "config": record.config,
+        "source_config": record.source_config,
         "output_dir": record.output_dir,
         "exit_code": record.exit_code,
         "note": record.note,
         "resume_of": record.resume_of,
         "pid": record.trainer.pid if record.trainer else None,
         "host": record.host,
+        "launcher": record.launcher,
+        "job_id": record.job_id,
+        "nodes": record.nodes,
     }
 
 
@@ -115,7 +119,7 @@ def run_train(args) -> int:
 
     ws = workspace(args)
     try:
-        record = launch_training(ws, args.config)
+        record = launch_training(ws, args.config, say=lambda m: print(m, file=sys.stderr))
     except LaunchError as exc:
         err(str(exc))
         return 2
