@@ -76,6 +76,7 @@ def _convert(path: Path, out: Path, *, write: bool, source_format: str) -> Actio
 def _register(path: Path, name: str, *, write: bool, ws_root: Path, dataset_dir: Path) -> ActionOutcome:
     from core.data.lint import lint_file
     from core.data.register import register_dataset, register_preview
+    from core.data.wording import counted
 
     report = lint_file(path)
     if not write:
@@ -83,8 +84,9 @@ def _register(path: Path, name: str, *, write: bool, ws_root: Path, dataset_dir:
         lines = [_("Preview — {action} \"{name}\" in {info}:", action=action, name=name,
                    info=Path(dataset_dir) / "dataset_info.json"),
                  json.dumps({name: entry}, ensure_ascii=False, indent=2),
-                 _("{rows} rows · {format} · {e} errors · {w} warnings", rows=report.rows, format=report.format,
-                   e=report.errors, w=report.warnings)]
+                 _("{rows} · {format} · {errors} · {warnings}", rows=counted("row", report.rows),
+                   format=report.format, errors=counted("error", report.errors),
+                   warnings=counted("warning", report.warnings))]
         if report.errors:
             lines.append(_("Lint errors: fix the file first, LLaMA-Factory would fail or drop rows."))
         return ActionOutcome(lines, error=bool(report.errors))

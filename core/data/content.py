@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from core.data.findings import Finding, finding
-from core.i18n import _
+from core.i18n import _, _n
 
 ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff"
 _ZW_RE = re.compile(f"[{ZERO_WIDTH}]")
@@ -107,8 +107,9 @@ def check_texts(texts, output: str, line: int, out: list[Finding], *, pii: bool 
                 "L{line}: output repeats itself ({pct}% repeated 10-character runs); check the source",
                 line=line, pct=int(ratio * 100))))
     if is_short(output):
-        out.append(finding("short-output", line, _(
-            "L{line}: very short output ({n} characters); check it is a real answer", line=line, n=len(output.strip()))))
+        out.append(finding("short-output", line, _n(
+            "L{line}: very short output ({n} character); check it is a real answer",
+            "L{line}: very short output ({n} characters); check it is a real answer", len(output.strip()), line=line)))
 
 
 # ------------------------------------------------------------------ repairs used by fix

@@ -28,7 +28,7 @@ from core.data.fix import FixRefused, FixReport, RowWriter, default_rejects_path
 from core.data.reader import CSV, EMPTY, TEXT, ReadNotes, iter_text_lines, probe_file
 from core.data.schema import ALPACA, MESSAGES, SHAREGPT, detect_schema
 from core.data.sources import _CHAT, _QA, _TIME, ConvertError, Unit, csv_units, json_units, text_units
-from core.i18n import _
+from core.i18n import _, _n
 
 SOURCES = ("auto", "chatlog", "qa", "csv", "sharegpt", "messages")
 
@@ -44,16 +44,20 @@ class ConvertReport(FixReport):
                 "notes": dict(self.notes)}
 
     def lines(self) -> list[str]:
-        out = [_("{rows_in} {kind} units in → {rows_out} rows written to {output}, {rejected} rejected to {rejects}",
-                 rows_in=self.rows_in, kind=self.source_format, rows_out=self.rows_out, output=self.output,
-                 rejected=self.rows_rejected, rejects=self.rejects)]
+        from core.data.wording import counted
+
+        out = [_("{units} in → {rows} written to {output}, {rejected} rejected to {rejects}",
+                 units=_n("{n} {kind} unit", "{n} {kind} units", self.rows_in, kind=self.source_format),
+                 rows=counted("row", self.rows_out), output=self.output, rejected=self.rows_rejected,
+                 rejects=self.rejects)]
         for note, n in self.notes.most_common():
             out.append(_("  note     {n}: {note}", n=n, note=note))
         for reason, n in self.reasons.most_common():
             out.append(_("  rejected {n}: {reason}", n=n, reason=reason))
         if self.ignored_lines:
             shown = ", ".join(f"L{n}" for n in self.ignored_lines[:8])
-            out.append(_("  ignored {n} lines that are no turn ({shown})", n=len(self.ignored_lines), shown=shown))
+            out.append(_n("  ignored {n} line that is no turn ({shown})",
+                          "  ignored {n} lines that are no turn ({shown})", len(self.ignored_lines), shown=shown))
         return out
 
 

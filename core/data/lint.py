@@ -28,7 +28,7 @@ from core.data.reader import (CSV, EMPTY, JSON_ARRAY, JSON_STREAM, JSONL, TEXT, 
 from core.data.scan import PartResult, ScanContext, paused_gc, scan_records, severity_of_key_change
 from core.data.schema import ALPACA, FEEDBACK, UNKNOWN, Schema, detect_schema
 from core.data.stats import DatasetStats, StatsAccumulator, build_stats
-from core.i18n import _
+from core.i18n import _, _n
 
 SCHEMA_SAMPLE_ROWS = 200
 ALLOWED_SUFFIXES = (".json", ".jsonl", ".csv", ".parquet", ".arrow", ".txt")
@@ -189,9 +189,11 @@ def _file_findings(probe: FileProbe, notes: ReadNotes, merged: PartResult, schem
             "to UTF-8 (with --yes)", )))
     if notes.transcoded_lines:
         line = notes.first_transcoded_line or 1
-        out.append(finding("encoding", line, _(
-            "L{line}: bytes are not UTF-8 (decodes as GB18030; {count} lines); training fails at conversion; "
-            "fix transcodes them to UTF-8 (with --yes)", line=line, count=notes.transcoded_lines)))
+        out.append(finding("encoding", line, _n(
+            "L{line}: bytes are not UTF-8 (decodes as GB18030; {n} line); training fails at conversion; "
+            "fix transcodes it to UTF-8 (with --yes)",
+            "L{line}: bytes are not UTF-8 (decodes as GB18030; {n} lines); training fails at conversion; "
+            "fix transcodes them to UTF-8 (with --yes)", notes.transcoded_lines, line=line)))
     if enc.is_utf8 and (notes.bom or enc.bom):
         out.append(finding("bom", 1, _("L1: UTF-8 BOM at the start of the file; fix removes it")))
     if probe.layout == JSON_ARRAY:
@@ -215,9 +217,9 @@ def _file_findings(probe: FileProbe, notes: ReadNotes, merged: PartResult, schem
     out += [finding("blank-line", line, blank_text.format(line=line)) for line in notes.blank_lines]
     if notes.crlf_lines:
         line = notes.first_crlf_line or 1
-        out.append(finding("crlf", line, _(
-            "L{line}: CRLF (Windows) line endings on {count} lines; fix writes LF", line=line,
-            count=notes.crlf_lines)))
+        out.append(finding("crlf", line, _n(
+            "L{line}: CRLF (Windows) line ending on {n} line; fix writes LF",
+            "L{line}: CRLF (Windows) line endings on {n} lines; fix writes LF", notes.crlf_lines, line=line)))
     if not notes.final_newline and notes.last_line:
         line = notes.last_line
         out.append(finding("no-final-newline", line, _(

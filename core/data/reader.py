@@ -192,13 +192,15 @@ def iter_records(probe: FileProbe, notes: ReadNotes | None = None) -> Iterator[R
 def input_problem(path: str | os.PathLike) -> str | None:
     """Why `path` cannot be a dataset at all, in words that name it (None when it can be read as one): the
     one verdict every data command gives for a missing, folder, empty, unreadable or binary file."""
+    from core.data.wording import os_reason
+
     p = Path(path)
     try:
         st = p.stat()
     except FileNotFoundError:
         return _("{path}: no such file", path=p)
     except OSError as exc:
-        return _("{path} cannot be read: {reason}", path=p, reason=exc.strerror or exc)
+        return _("{path} cannot be read: {reason}", path=p, reason=os_reason(exc))
     if p.is_dir():
         return _("{path} is a folder, not a dataset file", path=p)
     if st.st_size == 0:
@@ -207,7 +209,7 @@ def input_problem(path: str | os.PathLike) -> str | None:
         with open(p, "rb") as fh:
             fh.read(1)
     except OSError as exc:
-        return _("{path} cannot be read: {reason}", path=p, reason=exc.strerror or exc)
+        return _("{path} cannot be read: {reason}", path=p, reason=os_reason(exc))
     from core.data.encoding import BINARY, guess_encoding
 
     if guess_encoding(p).encoding == BINARY:

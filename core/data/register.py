@@ -19,7 +19,7 @@ from core.data.findings import ERROR, WARNING, Finding, finding
 from core.data.lint import LintOptions, LintReport, lint_file
 from core.data.summary import DatasetSummary, save_summary
 from core.files.digest import file_sha256
-from core.i18n import _
+from core.i18n import _, _n
 
 INFO_FILE = "dataset_info.json"
 NAME = re.compile(r"^[\w.\-]+$")
@@ -170,8 +170,10 @@ def register_dataset(file: str | os.PathLike, name: str, dataset_dir: str | os.P
                               "to point it at {file}", name=name, other=old.get("file_name"), file=file_name))
     report = report or lint_file(path, options or LintOptions())
     if report.errors and not force:
-        raise RegisterRefused(_("{file} has {n} lint errors; LLaMA-Factory would fail or drop rows. Fix it first "
-                              "(devtune data fix {file} -o NAME.jsonl), or pass --force", file=path, n=report.errors))
+        raise RegisterRefused(_n("{file} has {n} lint error; LLaMA-Factory would fail or drop rows. Fix it first "
+                                 "(devtune data fix {file} -o NAME.jsonl), or pass --force",
+                                 "{file} has {n} lint errors; LLaMA-Factory would fail or drop rows. Fix it first "
+                                 "(devtune data fix {file} -o NAME.jsonl), or pass --force", report.errors, file=path))
     entry = kept_keys(old, report.schema.dataset_info_entry(file_name))
     action = "unchanged" if old == entry else "updated" if old is not None else "added"
     if action != "unchanged":

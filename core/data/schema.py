@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from core.data.findings import CONFIRM, NONE, SAFE, Finding, finding
-from core.i18n import _
+from core.i18n import _, _n
 
 ALPACA, SHAREGPT, MESSAGES, UNKNOWN = "alpaca", "sharegpt", "messages", "unknown"
 # what the rows train: the dataset kinds LLaMA-Factory's stages read (data/README.md)
@@ -387,10 +387,14 @@ def _check_columns(value: dict, line: int, schema: Schema, out: list[Finding], v
                 return None
         used = sum(t.count(placeholder) for t in texts)
         if used != len(paths):
-            out.append(finding("media", line, _(
-                "L{line}: {count} {key} listed but {used} {placeholder} placeholders in the text; LLaMA-Factory "
-                "stops with \"The number of {key} does not match\"", line=line, count=len(paths), key=column,
-                used=used, placeholder=placeholder)))
+            from core.data.wording import counted
+
+            out.append(finding("media", line, _n(
+                "L{line}: \"{key}\" lists {files} but the text holds {n} {placeholder} placeholder; LLaMA-Factory "
+                "stops with \"The number of {key} does not match\"",
+                "L{line}: \"{key}\" lists {files} but the text holds {n} {placeholder} placeholders; LLaMA-Factory "
+                "stops with \"The number of {key} does not match\"", used, line=line, files=counted("file", len(paths)),
+                key=column, placeholder=placeholder)))
             return None
     if schema.tools:
         return _check_tools(value, line, schema, out, view)
@@ -630,9 +634,11 @@ def _check_conversation(value: dict, line: int, schema: Schema, out: list[Findin
     if schema.task == PREFERENCE:
         return _conversation_pair(value, line, schema, out, turns, texts)
     if len(turns) % 2 != 0 or not turns:
-        out.append(finding("sharegpt-roles", line, _(
-            "L{line}: {count} turns after the system turn; LLaMA-Factory needs user/assistant pairs (Invalid "
-            "message count, row skipped); fix moves it to the rejects file", line=line, count=len(turns))))
+        out.append(finding("sharegpt-roles", line, _n(
+            "L{line}: {n} turn after the system turn; LLaMA-Factory needs user/assistant pairs (Invalid "
+            "message count, row skipped); fix moves it to the rejects file",
+            "L{line}: {n} turns after the system turn; LLaMA-Factory needs user/assistant pairs (Invalid "
+            "message count, row skipped); fix moves it to the rejects file", len(turns), line=line)))
         return None
     prompt = tuple(t for _r, t in texts[:-1])
     output = texts[-1][1]
@@ -645,10 +651,12 @@ def _conversation_pair(value: dict, line: int, schema: Schema, out: list[Finding
     """A sharegpt preference row: the turns end with the user's (an odd count), then a chosen and a
     rejected answer turn."""
     if len(turns) % 2 != 1:
-        out.append(finding("sharegpt-roles", line, _(
-            "L{line}: {count} turns after the system turn; a preference row ends with the user's turn (an odd "
+        out.append(finding("sharegpt-roles", line, _n(
+            "L{line}: {n} turn after the system turn; a preference row ends with the user's turn (an odd "
             "count; LLaMA-Factory: Invalid message count, row skipped); fix moves it to the rejects file",
-            line=line, count=len(turns))))
+            "L{line}: {n} turns after the system turn; a preference row ends with the user's turn (an odd "
+            "count; LLaMA-Factory: Invalid message count, row skipped); fix moves it to the rejects file",
+            len(turns), line=line)))
         return None
     pair = _pair(value, line, schema, out)
     if pair is None:

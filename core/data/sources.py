@@ -13,7 +13,7 @@ from typing import Any, Iterator
 
 from core.data.reader import JSON_ARRAY, JSON_STREAM, JSONL, ReadNotes, iter_records, iter_text_lines, probe_file
 from core.data.schema import ALIASES, detect_schema
-from core.i18n import _
+from core.i18n import _, _n
 
 _TIME = re.compile(r"^\s*\[?\s*(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}[ T])?\d{1,2}:\d{2}(?::\d{2})?\s*\]?\s*")
 _USER_TAGS = r"用户|客户|顾客|买家|访客|会员|User|Customer|Client|Human|Visitor|Buyer"
@@ -116,7 +116,8 @@ def csv_units(path: Path, columns: dict[str, str] | None, report) -> Iterator[Un
         get = {name: (row[i].strip() if i < len(row) else "") for name, i in cols.items()}
         unit = Unit(line, raw=",".join(row))
         if len(row) != len(header):
-            unit.problem = _("{got} cells, the header has {want}", got=len(row), want=len(header))
+            unit.problem = _n("{n} cell, the header has {want}", "{n} cells, the header has {want}", len(row),
+                              want=len(header))
         elif not get.get("instruction") or not get.get("output"):
             unit.problem = _("empty {what}", what="instruction" if not get.get("instruction") else "output")
         unit.turns = [("user", get.get("instruction", "")), ("assistant", get.get("output", ""))]

@@ -8,13 +8,11 @@ to stderr.
 from __future__ import annotations
 
 import sys
-import time
 
 from core.i18n import _
 from tui.commands.output import emit_json, err
 
 MAX_LISTED = 200
-PROGRESS_MIN_BYTES = 16 << 20
 
 
 def register(sub, add_common) -> list[str]:
@@ -115,47 +113,12 @@ def _jobs(n: int, size: int) -> int:
     return jobs_for(size, n)
 
 
-class _Progress:
-    """A one-line progress bar on stderr, for files big enough to wait for."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.show = size >= PROGRESS_MIN_BYTES
-        self.tty = sys.stderr.isatty()
-        self.last = 0.0
-        self.last_pct = -10
-        self.phase = ""
-
-    def __call__(self, p) -> None:
-        if not self.show:
-            return
-        now = time.monotonic()
-        if p.phase == "scan" and p.total:
-            pct = int(100 * p.done / p.total)
-            if self.tty and now - self.last > 0.2:
-                print(f"\r  {p.phase:<16} {pct:3d}%  {p.done >> 20} / {p.total >> 20} MB", end="", file=sys.stderr)
-                self.last = now
-            elif not self.tty and pct >= self.last_pct + 10:
-                print(f"  {p.phase} {pct}%", file=sys.stderr)
-                self.last_pct = pct
-        elif p.phase != self.phase:
-            print(f"{chr(13) if self.tty else ''}  {p.phase}…" + " " * 40, end="" if self.tty else "\n",
-                  file=sys.stderr)
-        elif p.done and now - self.last > 0.5:
-            print(f"\r  {p.phase:<16} {p.done:,} rows" + " " * 10, end="" if self.tty else "\n", file=sys.stderr)
-            self.last = now
-        self.phase = p.phase
-
-    def done(self) -> None:
-        if self.show and self.tty:
-            print("\r" + " " * 60 + "\r", end="", file=sys.stderr)
-
-
 def _lint(args, path):
     from core.data.lint import LintOptions, lint_file
+    from tui.commands.data_progress import LintProgressBar
 
     size = path.stat().st_size
-    progress = _Progress(size)
+    progress = LintProgressBar(size)
     try:
         return lint_file(path, LintOptions(cutoff_len=args.cutoff_len, tokenizer=args.tokenizer,
                                            near_dups=getattr(args, "near_dups", False), jobs=_jobs(args.jobs, size)),
@@ -176,10 +139,10 @@ def _refused_input(path) -> int | None:
 
 
 def _unreadable(path, exc) -> int:
+    from core.data.wording import os_reason
     from core.i18n import _
 
-    err(_("cannot read {path}: {error}", path=path, error=exc.strerror if isinstance(exc, OSError) and exc.strerror
-          else exc))
+    err(_("cannot read {path}: {error}", path=path, error=os_reason(exc)))
     return 2
 
 
@@ -215,13 +178,13 @@ def run_lint(args) -> int:
 def _print_lint(report, max_listed: int) -> None:
     from collections import Counter
 
+    from core.data.wording import counted, format_shown, layout_label
     from core.i18n import _
 
-    print(_("{file}: {rows} rows · {format} · {encoding} ({reason}) · {layout} · {secs:.2f} s", file=report.file,
-            rows=report.rows, format=report.format, encoding=report.encoding, reason=report.encoding_reason,
-            layout=report.layout, secs=report.elapsed))
-    for f in report.findings[:max_listed]:
-        print(f"  {f.severity:<8} {f.rule:<18} {f.message}")
+    print(_("{file}: {rows} · {format} · {encoding} ({reason}) · {layout} · {secs:.2f} s", file=report.file,
+            rows=counted("row", report.rows), format=format_shown(report.format), encoding=report.encoding,
+            reason=report.encoding_reason, layout=layout_label(report.layout), secs=report.elapsed))
+    _print_findings(report.findings[:max_listed])
     rest = report.findings[max_listed:]
     if rest:
         by_rule = Counter(f.rule for f in rest)
@@ -229,37 +192,49 @@ def _print_lint(report, max_listed: int) -> None:
                 rules=", ".join(f"{r} {c}" for r, c in by_rule.most_common())))
     c = report.counts
     fx = report.fixable()
-    print(_("{errors} errors, {warnings} warnings, {info} info · {safe} fixed by `devtune data fix`, {confirm} more "
-            "with --yes", errors=c["error"], warnings=c["warning"], info=c["info"], safe=fx["safe"],
-            confirm=fx["confirm"]))
+    print(_("{errors}, {warnings}, {info} · {safe} fixed by `devtune data fix`, {confirm} more with --yes",
+            errors=counted("error", c["error"]), warnings=counted("warning", c["warning"]),
+            info=counted("info", c["info"]), safe=fx["safe"], confirm=fx["confirm"]))
     if report.rows:
         _print_stats_line(report.stats)
 
 
+def _print_findings(findings) -> None:
+    from core.data.wording import severity_label
+
+    for f in findings:
+        print(f"  {severity_label(f.severity):<8} {f.rule:<18} {f.message}")
+
+
 def _print_stats_line(s) -> None:
+    from core.data.wording import counted, language_shares, token_source_label
     from core.i18n import _
 
-    langs = " ".join(f"{k} {round(v * 100)}%" for k, v in s.languages.items() if v)
-    print(_("stats: tokens p50 {p50} / p95 {p95} / max {max} ({source}) · {over} rows > cutoff_len {cutoff} · "
-            "{dups} duplicates · {conflicts} conflicts · {langs}", p50=s.tokens["p50"], p95=s.tokens["p95"],
-            max=s.tokens["max"], source=s.token_source, over=s.over_cutoff, cutoff=s.cutoff_len,
-            dups=s.duplicates, conflicts=s.conflicts, langs=langs))
+    print(_("stats: tokens p50 {p50} / p95 {p95} / max {max} ({source}) · {over} > cutoff_len {cutoff} · "
+            "{dups} · {conflicts} · {langs}", p50=s.tokens["p50"], p95=s.tokens["p95"], max=s.tokens["max"],
+            source=token_source_label(s.token_source), over=counted("row", s.over_cutoff), cutoff=s.cutoff_len,
+            dups=counted("duplicate", s.duplicates), conflicts=counted("conflict", s.conflicts),
+            langs=language_shares(s.languages)))
 
 
 def _lint_registry(args, path) -> int:
+    import errno
+    import os
+
     from core.data.register import lint_dataset_info
     from core.i18n import _
 
     if not path.exists():
-        return _unreadable(path, FileNotFoundError(2, "No such file or directory"))
+        return _unreadable(path, FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT)))
     findings = lint_dataset_info(path.parent)
     if args.json:
         emit_json({"file": str(path), "rows": None, "format": "dataset_info", "encoding": "utf-8",
                    "findings": [f.to_json() for f in findings], "stats": None})
     else:
-        print(_("{file}: dataset registry · {n} findings", file=path, n=len(findings)))
-        for f in findings:
-            print(f"  {f.severity:<8} {f.rule:<18} {f.message}")
+        from core.data.wording import counted
+
+        print(_("{file}: dataset registry · {findings}", file=path, findings=counted("finding", len(findings))))
+        _print_findings(findings)
     return 1 if any(f.severity == "error" for f in findings) else 0
 
 
@@ -300,7 +275,9 @@ def run_fix(args) -> int:
     else:
         print("\n".join(report.lines()))
     if not report.balanced:  # never expected: say so loudly rather than lose rows silently
-        err(_("internal error: {rows_in} rows in but {rows_out} + {rejected} out", rows_in=report.rows_in,
+        from core.data.wording import counted
+
+        err(_("internal error: {rows_in} in but {rows_out} + {rejected} out", rows_in=counted("row", report.rows_in),
               rows_out=report.rows_out, rejected=report.rows_rejected))
         return 2
     return 1 if report.pending else 0
@@ -357,17 +334,24 @@ def run_register(args) -> int:
     if args.json:
         emit_json(result.to_json())
     else:
+        import json
+
+        from core.data.wording import counted
+
         words = {"added": _("added"), "updated": _("updated"), "unchanged": _("already up to date")}
-        print(_("{name}: {action} in {info} → {entry}", name=result.name, action=words[result.action],
-                info=result.info_file, entry=result.entry))
-        print(_("  {rows} rows · {format} · {errors} errors, {warnings} warnings · use `dataset: {name}` with "
-                "`dataset_dir: {ddir}`", rows=result.report.rows, format=result.report.format,
-                errors=result.report.errors, warnings=result.report.warnings, name=result.name, ddir=ddir))
+        print(_("\"{name}\" {action} in {info}:", name=result.name, action=words[result.action],
+                info=result.info_file))
+        print(json.dumps({result.name: result.entry}, ensure_ascii=False, indent=2))
+        print(_("  {rows} · {format} · {errors}, {warnings} · use `dataset: {name}` with `dataset_dir: {ddir}`",
+                rows=counted("row", result.report.rows), format=result.report.format,
+                errors=counted("error", result.report.errors), warnings=counted("warning", result.report.warnings),
+                name=result.name, ddir=ddir))
     return 0
 
 
 def run_stats(args) -> int:
     from core.data.tokens import TokenizerError
+    from core.data.wording import counted, format_shown, language_shares, token_source_label
     from core.i18n import _
 
     path = _path(args)
@@ -386,19 +370,20 @@ def run_stats(args) -> int:
         emit_json({"file": report.file, "rows": report.rows, "format": report.format, "encoding": report.encoding,
                    "stats": s.to_json()})
         return 0
-    print(_("{file}: {rows} rows ({good} can train) · {format} · {encoding}", file=report.file, rows=report.rows,
-            good=s.rows, format=report.format, encoding=report.encoding))
+    print(_("{file}: {rows} ({good} can train) · {format} · {encoding}", file=report.file,
+            rows=counted("row", report.rows), good=s.rows, format=format_shown(report.format),
+            encoding=report.encoding))
     print(_("  characters       p50     p90     p95     p99     max"))
     for name, p in s.fields.items():
         print(f"  {name:<14} {p['p50']:>6}  {p['p90']:>6}  {p['p95']:>6}  {p['p99']:>6}  {p['max']:>6}")
     t = s.tokens
     label = _("tokens")
     print(f"  {label:<14} {t['p50']:>6}  {t['p90']:>6}  {t['p95']:>6}  {t['p99']:>6}  {t['max']:>6}  "
-          f"({s.token_source})")
-    print(_("  above cutoff_len {cutoff}: {n} rows ({pct:.1%})", cutoff=s.cutoff_len, n=s.over_cutoff,
-            pct=s.over_cutoff_share))
+          f"({token_source_label(s.token_source)})")
+    print(_("  above cutoff_len {cutoff}: {rows} ({pct:.1%})", cutoff=s.cutoff_len,
+            rows=counted("row", s.over_cutoff), pct=s.over_cutoff_share))
     print(_("  duplicates {dups} · conflicting outputs {conflicts}", dups=s.duplicates, conflicts=s.conflicts))
-    print(_("  languages: {langs}", langs=", ".join(f"{k} {v:.0%}" for k, v in s.languages.items())))
+    print(_("  languages: {langs}", langs=language_shares(s.languages, sep=", ", keep_zero=True)))
     bins = s.token_bins
     if bins:
         top = max(c for _lo, _hi, c in bins) or 1

@@ -129,9 +129,11 @@ def run_synth(args) -> int:
     options = SynthOptions(questions=args.questions, concurrency=args.concurrency, max_requests=args.max_requests,
                            max_tokens=args.max_tokens, reply_tokens=args.reply_tokens, temperature=args.temperature,
                            seed=args.seed)
-    print(_("{chunks} chunks from {docs} documents → {model} at {url} ({n} at a time); prompts in {prompts}",
-            chunks=len(plan.chunks), docs=len(plan.documents), model=endpoint.model, url=endpoint.url,
-            n=options.concurrency, prompts=prompts.folder), file=sys.stderr)
+    from core.data.wording import counted
+
+    print(_("{chunks} from {docs} → {model} at {url} ({n} at a time); prompts in {prompts}",
+            chunks=counted("chunk", len(plan.chunks)), docs=counted("document", len(plan.documents)),
+            model=endpoint.model, url=endpoint.url, n=options.concurrency, prompts=prompts.folder), file=sys.stderr)
     progress = _SynthProgress()
     try:
         report = synthesize(plan, out, endpoint, prompts, options, min_grounding=args.min_grounding,
@@ -153,6 +155,8 @@ def run_synth(args) -> int:
 
 
 def _print_chunks(args, plan) -> int:
+    from core.data.wording import counted
+
     if args.json:
         emit_json({"documents": [{"file": d.path, "kind": d.kind, "chars": len(d.text), "pages": len(d.pages) or None,
                                   "chunks": n} for d, n in zip(plan.documents, plan.per_document().values())],
@@ -161,7 +165,8 @@ def _print_chunks(args, plan) -> int:
                                "text": c.text} for c in plan.chunks]})
         return 0
     for d, n in zip(plan.documents, plan.per_document().values()):
-        print(_("{file}: {kind} · {chars} characters · {n} chunks", file=d.path, kind=d.kind, chars=len(d.text), n=n))
+        print(_("{file}: {kind} · {chars} · {chunks}", file=d.path, kind=d.kind,
+                chars=counted("character", len(d.text)), chunks=counted("chunk", n)))
     for c in plan.chunks:
         page = f" p.{c.page}" if c.page else ""
         print(f"  {c.index:>4} {c.tokens:>5}t{page:<6} {c.heading[:40]:<40}  {c.preview(60)}")

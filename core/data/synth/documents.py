@@ -231,7 +231,10 @@ def _read_pdf(path: Path) -> Document:
     if not pages:
         raise DocumentError(_("{path} has no pages", path=path))
     if len(text.strip()) < SCANNED_CHARS_PER_PAGE * len(pages):
-        raise DocumentError(_("{path} has no text layer ({pages} pages, {chars} characters of text): it looks "
-                              "scanned. Run OCR on it first (e.g. `ocrmypdf {name} out.pdf`) and read the result",
-                              path=path, pages=len(pages), chars=len(text.strip()), name=path.name))
+        from core.data.wording import counted
+
+        raise DocumentError(_("{path} has no text layer ({pages}, {chars} of text): it looks scanned. Run OCR on "
+                              "it first (e.g. `ocrmypdf {name} out.pdf`) and read the result", path=path,
+                              pages=counted("page", len(pages)), chars=counted("character", len(text.strip())),
+                              name=path.name))
     return Document(str(path), "pdf", text, pages=pages)

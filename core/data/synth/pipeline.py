@@ -111,20 +111,23 @@ class SynthReport:
                 "elapsed_s": round(self.elapsed_s, 2)}
 
     def lines(self) -> list[str]:
+        from core.data.wording import counted
+
         p = self.progress
-        out = [_("{rows} pairs written to {output} from {chunks} chunks of {docs} documents ({done} chunks answered)",
-                 rows=self.rows, output=self.output, chunks=self.chunks, docs=self.documents, done=p.chunks_done)]
+        out = [_("{pairs} written to {output} from {chunks} of {docs} ({done} answered)",
+                 pairs=counted("pair", self.rows), output=self.output, chunks=counted("chunk", self.chunks),
+                 docs=counted("document", self.documents), done=p.chunks_done)]
         if self.rejected:
             out.append(_("  rejected: {reasons} → {rejects}", rejects=self.rejects,
                          reasons=", ".join(f"{k} {v}" for k, v in self.rejected.items())))
         out.append(_("  grounding threshold {t:.2f} · provenance {prov}", t=self.min_grounding, prov=self.provenance))
-        out.append(_("  {requests} requests sent, {cached} answered from the journal, {retries} retries · "
-                     "{prompt} + {completion} tokens · {rate:.1f} tokens/s", requests=p.requests,
-                     cached=p.from_journal, retries=p.retries, prompt=p.prompt_tokens,
+        out.append(_("  {requests} sent, {cached} answered from the journal, {retries} · tokens {prompt} + "
+                     "{completion} · {rate:.1f} tokens/s", requests=counted("request", p.requests),
+                     cached=p.from_journal, retries=counted("retry", p.retries), prompt=p.prompt_tokens,
                      completion=p.completion_tokens, rate=p.tokens_per_s))
         if p.stopped in ("max-requests", "max-tokens"):
-            out.append(_("  stopped at the cap ({cap}): {left} chunks not asked yet; run again with a higher cap "
-                         "and --force to carry on", cap=p.stopped, left=self.chunks - p.chunks_done))
+            out.append(_("  stopped at the cap ({cap}): {left} not asked yet; run again with a higher cap "
+                         "and --force to carry on", cap=p.stopped, left=counted("chunk", self.chunks - p.chunks_done)))
         return out
 
 
