@@ -13,6 +13,7 @@ Pass 1 is `lint_file` (schema, keys, what is wrong); pass 2 reads the records ag
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,12 @@ from core.data.lint import LintOptions, LintReport, lint_file
 from core.data.reader import CSV, EMPTY, TEXT, ReadNotes, iter_records, probe_file
 from core.data.scan import key_count
 from core.data.schema import ALIASES, ALPACA, Schema, check_row
-from core.i18n import _
+from core.i18n import _, _n
+
+
+# Every text mask_pii or unmangle changes holds one of these: a digit or "@" (phone, ID, e-mail), or the
+# Ã, Â or â that Latin-1 mojibake starts with (what unmangle can undo).
+_PII_OR_MOJIBAKE = re.compile("[0-9@\u00c3\u00c2\u00e2]")
 
 
 class FixRefused(Exception):
@@ -43,6 +49,7 @@ class FixReport:
     rows_rejected: int = 0
     changes: Counter = field(default_factory=Counter)  # what was repaired: rule → rows
     pending: Counter = field(default_factory=Counter)  # confirm fixes not applied (rows rejected): rule → rows
+    kept_unfixed: Counter = field(default_factory=Counter)  # confirm fixes not applied (rows written without)
     reasons: Counter = field(default_factory=Counter)  # why rows were rejected: reason → rows
     written: bool = False
     preview: list[dict] = field(default_factory=list)  # the first output rows (for the screen)
@@ -52,22 +59,34 @@ class FixReport:
     def balanced(self) -> bool:
         return self.rows_in == self.rows_out + self.rows_rejected
 
+    def not_applied(self) -> dict[str, dict[str, int]]:
+        """Every fix `yes` would have applied and this run did not: rule → rows rejected until then, rows
+        written as they are."""
+        rules = sorted(set(self.pending) | set(self.kept_unfixed))
+        return {r: {"rejected": self.pending[r], "kept": self.kept_unfixed[r]} for r in rules}
+
     def to_json(self) -> dict:
         return {"source": self.source, "output": self.output, "rejects": self.rejects, "rows_in": self.rows_in,
                 "rows_out": self.rows_out, "rows_rejected": self.rows_rejected, "changes": dict(self.changes),
-                "needs_yes": dict(self.pending), "rejected_because": dict(self.reasons), "written": self.written}
+                "needs_yes": dict(self.pending), "not_applied": self.not_applied(),
+                "rejected_because": dict(self.reasons), "written": self.written}
 
     def lines(self) -> list[str]:
-        out = [_("{rows_in} rows in → {rows_out} written to {output}, {rejected} rejected to {rejects}",
-                 rows_in=self.rows_in, rows_out=self.rows_out, output=self.output, rejected=self.rows_rejected,
-                 rejects=self.rejects)]
+        from core.data.wording import counted
+
+        out = [_("{rows_in} in → {rows_out} written to {output}, {rejected} rejected to {rejects}",
+                 rows_in=counted("row", self.rows_in), rows_out=self.rows_out, output=self.output,
+                 rejected=self.rows_rejected, rejects=self.rejects)]
         for rule, n in sorted(self.changes.items()):
-            out.append(_("  fixed    {rule}: {n} rows", rule=rule, n=n))
+            out.append(_("  fixed    {rule}: {rows}", rule=rule, rows=counted("row", n)))
         for reason, n in self.reasons.most_common():
             out.append(_("  rejected {n}: {reason}", n=n, reason=reason))
         if self.pending:
-            out.append(_("  not applied without --yes: {what}",
+            out.append(_("  not applied without --yes (rows moved to the rejects file): {what}",
                          what=", ".join(f"{rule} ({n})" for rule, n in sorted(self.pending.items()))))
+        if self.kept_unfixed:
+            out.append(_("  not applied without --yes (rows written without the fix): {what}",
+                         what=", ".join(f"{rule} ({n})" for rule, n in sorted(self.kept_unfixed.items()))))
         return out
 
 
@@ -155,7 +174,7 @@ def fix_file(source: str | os.PathLike, output: str | os.PathLike, *, rejects: s
     with RowWriter(result, dry_run, preview, force) as writer:
         for n, rec in enumerate(iter_records(probe, ReadNotes())):
             if progress and n % 100000 == 0 and n:
-                progress(_("fix: {n} rows", n=n))
+                progress(_n("fix: {n} row", "fix: {n} rows", n))
             fixer.record(rec, writer)
         result.written = not dry_run
     return result
@@ -178,6 +197,7 @@ class _RowFixer:
         self.verbatim = {k for k in (schema.tools, schema.images, schema.videos, schema.audios, schema.kto_tag) if k}
         known = {schema.prompt, schema.query, schema.response, schema.history, schema.system, *canon}
         self.extra_keys = [k for k in lint.keys if k not in known] if self.canonical else []
+        self.unfixed: list[str] = []  # the fixes `yes` would apply to the row at hand (without yes)
 
     # -- records
     def record(self, rec, w: RowWriter) -> None:
@@ -230,6 +250,7 @@ class _RowFixer:
     # -- one parsed row
     def value(self, value: Any, line: int, raw: bytes, rules: list[str], w: RowWriter) -> None:
         rules = list(rules)
+        self.unfixed = []
         row = self.canonical_row(value, line, rules)
         if isinstance(row, str):  # a reason to reject
             w.reject(line, row, rules[-1] if rules else "missing-keys", raw)
@@ -249,6 +270,8 @@ class _RowFixer:
         self.seen[key] = line
         for rule in dict.fromkeys(rules):
             self.r.changes[rule] += 1
+        for rule in dict.fromkeys(self.unfixed):
+            self.r.kept_unfixed[rule] += 1
         w.row(row)
 
     def canonical_row(self, value: Any, line: int, rules: list[str]) -> dict | str:
@@ -278,7 +301,7 @@ class _RowFixer:
             if self.yes:
                 rules.append("empty-output")
                 return _("empty output")
-            return row
+            self.unfixed.append("empty-output")  # --yes drops it
         return row
 
     def _alpaca(self, value: dict, schema: Schema, rules: list[str], by_rule: dict) -> dict:
@@ -311,6 +334,10 @@ class _RowFixer:
             rules.append("missing-input")
         if rename and schema.aliased:
             rules.append("missing-keys")
+        if not rename:  # --yes renames the keys to instruction/input/output
+            self.unfixed.append("missing-keys")
+            if query_key is None or query_key not in value:
+                self.unfixed.append("missing-input")
         return self._clean_strings(row, rules)
 
     def _clean_strings(self, row: Any, rules: list[str]) -> Any:
@@ -326,6 +353,12 @@ class _RowFixer:
                 if fixed != masked:
                     rules.append("mojibake")
                 return fixed
+            if _PII_OR_MOJIBAKE.search(cleaned):  # what --yes would change (most texts skip the exact checks)
+                masked = content.mask_pii(cleaned)
+                if masked != cleaned:
+                    self.unfixed.append("pii")
+                if content.unmangle(masked) != masked:
+                    self.unfixed.append("mojibake")
             return cleaned
         if isinstance(row, dict):
             return {k: self._clean_strings(v, rules) for k, v in row.items()}

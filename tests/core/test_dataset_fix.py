@@ -155,3 +155,35 @@ def test_unicode_line_separators_inside_strings_are_not_line_ends(tmp_path):
     fix_file(src, out)
     again = lint_file(out)
     assert again.errors == 0 and again.rows == 1, [f.message for f in again.findings]
+
+
+def test_without_yes_the_summary_lists_every_fix_it_did_not_apply(tmp_path):
+    """Issue 21 #13: the no-`--yes` summary named only the fixes that sent rows to the rejects file; the
+    rows it wrote without a fix `--yes` makes (personal data, mojibake, an empty output, renamed keys)
+    went unmentioned. Now every fix `--yes` applies and this run did not is in the report."""
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in [
+        {"instruction": "Where is my parcel?", "input": "", "output": "It left the warehouse today."},
+        {"instruction": "Which café?", "input": "", "output": "The cafÃ© on Main Street, open daily."},
+        {"instruction": "Call me back", "input": "", "output": "We will call 13812345678 this afternoon.",
+         "note": "from ops@example.com"},
+        {"instruction": "Is there a store?", "input": "", "output": ""},
+    ]), encoding="utf-8")
+    for src in (DATA / "support_messy.jsonl", DATA / "qa_pairs.json", FIXTURES / "gbk.jsonl", mixed):
+        without = fix_file(src, tmp_path / "a.jsonl", force=True)
+        with_yes = fix_file(src, tmp_path / "b.jsonl", yes=True, force=True)
+        only_with_yes = set(with_yes.changes) - set(without.changes)
+        if "empty output" in with_yes.reasons:
+            only_with_yes.add("empty-output")
+        assert only_with_yes and only_with_yes <= set(without.not_applied()), (src.name, only_with_yes,
+                                                                              without.not_applied())
+        text = "\n".join(without.lines())
+        doc = without.to_json()
+        assert doc["not_applied"] == without.not_applied()  # text and JSON render the one report
+        for rule, n in without.not_applied().items():
+            assert n["rejected"] + n["kept"] > 0
+            assert f"{rule} (" in text, (rule, text)
+    without = fix_file(mixed, tmp_path / "a.jsonl", force=True)
+    assert without.not_applied() == {"empty-output": {"rejected": 0, "kept": 1}, "mojibake": {"rejected": 0, "kept": 1},
+                                     "pii": {"rejected": 0, "kept": 1}}
+    assert without.rows_out == 4 and not without.pending  # nothing rejected: the rows are kept as they are
