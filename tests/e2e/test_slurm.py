@@ -118,3 +118,72 @@ def test_the_preflight_reads_every_node(cluster, tmp_path, monkeypatch):
         check_preflight(records)
     assert "missing.jsonl on n1: unreadable" in str(info.value)
     check_preflight(run_preflight(2, sys.executable, [str(data)], cwd=str(tmp_path)))
+
+
+# ---- LLaMA-Factory ZeRO-3 across the two nodes, through `devtune train` (issue 16, items 3 and 4) -----------
+
+def _slurm_env(cluster, lf_env) -> dict:
+    return {"SLURM_CONF": cluster.env["SLURM_CONF"],
+            **{k: lf_env[k] for k in ("HF_HOME", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "XDG_CACHE_HOME")}}
+
+
+def test_zero3_across_two_slurm_nodes_trains_stops_resumes_and_merges(cluster, workspace, tiny_model, devtune_cli,
+                                                                       lf_env):
+    from tests.scale_runs import checkpoints, newest_run, scale_workspace, steps_logged, wait_ended, wait_for_step
+
+    env = _slurm_env(cluster, lf_env)
+    scale_workspace(workspace, tiny_model, devtune_cli, "--gpus", "1", "--nodes", "2", "--zero", "3",
+                    "--launcher", "slurm", env=env)
+    ws = ["-w", str(workspace.root)]
+    out = devtune_cli(*ws, "train", "--detach", env=env)
+    assert out.returncode == 0, out.stderr
+    assert "srun preflight" in out.stderr and "submitted Slurm job" in out.stderr
+    run = newest_run(devtune_cli, workspace, env)
+    assert run["launcher"] == "slurm" and run["job_id"] and run["nodes"] == 2
+    script = (workspace.runs_dir / run["id"] / "job.sbatch").read_text()
+    assert "#SBATCH --nodes=2" in script and 'NODE_RANK="$SLURM_NODEID"' in script
+    wait_for_step(workspace, run["id"], 15)
+    logs = (workspace.runs_dir / run["id"] / "stdout.log").read_text(errors="replace")
+    assert "Process rank: 1, world size: 2" in logs + (workspace.runs_dir / run["id"] / "stderr.log").read_text()
+    out = devtune_cli(*ws, "stop", run["id"], env=env, timeout=200)
+    assert out.returncode == 0 and "SIGABRT through srun" in out.stderr, out.stdout + out.stderr
+    state = json.loads((workspace.runs_dir / run["id"] / "slurm.json").read_text())
+    assert state["state"] == "COMPLETED", state  # LLaMA-Factory stopped and saved on both nodes
+    saved = workspace.root / "saves" / "cpu-demo"
+    assert (saved / "adapter_model.safetensors").exists() and checkpoints(saved)
+    last = checkpoints(saved)[-1]
+
+    out = devtune_cli(*ws, "resume", run["id"], "--detach", env=env)
+    assert out.returncode == 0, out.stderr
+    resumed = newest_run(devtune_cli, workspace, env)
+    assert resumed["launcher"] == "slurm" and resumed["job_id"] != run["job_id"]
+    wait_for_step(workspace, resumed["id"], last + 5)
+    assert steps_logged(workspace, resumed["id"])[0] > last
+    devtune_cli(*ws, "stop", resumed["id"], env=env, timeout=200)
+    assert wait_ended(workspace, resumed["id"]).status.value == "stopped"
+
+    out = devtune_cli(*ws, "merge", resumed["id"], "--json", env=env, timeout=600)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert json.loads(out.stdout)["verdict"] == "ok"
+
+
+def test_a_rank_killed_mid_run_ends_the_run_as_failed_with_that_rank_named(cluster, workspace, tiny_model,
+                                                                            devtune_cli, lf_env):
+    import psutil
+
+    from tests.scale_runs import newest_run, scale_workspace, wait_ended, wait_for_step
+
+    env = _slurm_env(cluster, lf_env)
+    scale_workspace(workspace, tiny_model, devtune_cli, "--gpus", "1", "--nodes", "2", "--zero", "3",
+                    "--launcher", "slurm", env=env)
+    ws = ["-w", str(workspace.root)]
+    assert devtune_cli(*ws, "train", "--detach", env=env).returncode == 0
+    run = newest_run(devtune_cli, workspace, env)
+    wait_for_step(workspace, run["id"], 5)
+    task = psutil.Process(int((workspace.runs_dir / run["id"] / "nodes" / "1.pid").read_text()))
+    worker = [p for p in task.children(recursive=True) if not p.children()][0]
+    worker.kill()  # the second node's training process, as the OOM killer would
+    record = wait_ended(workspace, run["id"], timeout=240)
+    assert record.status.value == "failed", record.note
+    out = devtune_cli(*ws, "diagnose", run["id"], env=env)
+    assert "rank 1" in out.stdout.lower() and "SIGKILL" in out.stdout, out.stdout
