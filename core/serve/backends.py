@@ -115,6 +115,8 @@ class ServeOptions:
     template: str | None = None  # LLaMA-Factory's template name (llamafactory backend)
     trust_remote_code: bool = False
     extra_args: list[str] = field(default_factory=list)
+    lora_modules: dict[str, str] = field(default_factory=dict)  # served name -> adapter folder (vLLM only)
+    max_lora_rank: int | None = None
 
 
 @dataclass
@@ -144,6 +146,10 @@ def vllm_plan(opts: ServeOptions, env: ServeEnv, api_key: str) -> LaunchPlan:
         argv += ["--chat-template", opts.chat_template]
     if opts.trust_remote_code:
         argv.append("--trust-remote-code")
+    if opts.lora_modules:  # the adapters beside their base, each under its own model name
+        argv += ["--enable-lora", "--lora-modules", *(f"{k}={v}" for k, v in opts.lora_modules.items())]
+        if opts.max_lora_rank:
+            argv += ["--max-lora-rank", str(opts.max_lora_rank)]
     argv += list(opts.extra_args)
     penv = {"VLLM_API_KEY": api_key, "PYTHONUNBUFFERED": "1"}
     notes = []
@@ -171,6 +177,9 @@ def llamafactory_plan(opts: ServeOptions, api_key: str) -> LaunchPlan:
     penv = {"API_HOST": opts.host, "API_PORT": str(opts.port), "API_KEY": api_key,
             "API_MODEL_NAME": opts.served_name, "PYTHONUNBUFFERED": "1"}
     notes = []
+    if opts.lora_modules:
+        raise ValueError(_("serving an adapter beside its base needs vLLM (--enable-lora); the llamafactory "
+                           "backend serves one model: merge the run (`devtune merge`) and serve the export"))
     if not has_accelerator():
         penv["OMP_NUM_THREADS"] = os.environ.get("OMP_NUM_THREADS", "1")
     if opts.tensor_parallel > 1:

@@ -94,3 +94,54 @@ def plan_server(ws: Workspace, model: str | None = None, *, backend: str | None 
                         chat_template=str(ws.abs(chat_template)) if chat_template else None, template=template,
                         trust_remote_code=trust_remote_code)
     return opts, notes
+
+
+VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # the --max-lora-rank values vLLM accepts
+
+
+def plan_lora_server(ws: Workspace, run_ref: str | None = None, *, port: int = 0, host: str = "127.0.0.1",
+                     dtype: str | None = None, max_model_len: int | None = None,
+                     trust_remote_code: bool = False) -> tuple[ServeOptions, str, list[str]]:
+    """A vLLM server for a LoRA run: its base model, and its adapter beside it as a LoRA module (one server
+    answers both: the base under the base's name, the tuned model under the adapter's). Returns the options,
+    the run's id and the notes. The chat template is the one training saved with the adapter, for both."""
+    import json
+
+    from core.merge.export import ExportError, find_train_run, read_train_facts
+    from core.train.runs import RunError
+
+    try:
+        run = find_train_run(ws, run_ref)
+        facts = read_train_facts(ws, run)
+    except (ExportError, RunError) as exc:
+        raise ServePlanError(str(exc)) from exc
+    if facts.finetuning_type != "lora":
+        raise ServePlanError(_("run {id} trains {kind}, not a LoRA adapter: merge it (`devtune merge`) and serve the "
+                               "export", id=run.id, kind=facts.finetuning_type))
+    adapter = ws.abs(facts.output_dir or run.output_dir or "")
+    config_file = adapter / "adapter_config.json"
+    try:
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ServePlanError(_("run {id} has no adapter to serve ({file}: {error}); has it saved one?", id=run.id,
+                               file=ws.rel(config_file), error=getattr(exc, "strerror", None) or str(exc))) from exc
+    if config.get("modules_to_save"):
+        raise ServePlanError(_("run {id}'s adapter also trains {modules} in full (additional_target); vLLM cannot "
+                               "serve that as a LoRA module: merge the run (`devtune merge`), serve the export and "
+                               "its base, and evaluate the two servers", id=run.id,
+                               modules=", ".join(config["modules_to_save"])))
+    rank = max([int(config.get("r") or 8), *map(int, (config.get("rank_pattern") or {}).values())])
+    max_rank = next((r for r in VLLM_LORA_RANKS if r >= rank), None)
+    if max_rank is None:
+        raise ServePlanError(_("run {id}'s LoRA rank {rank} is above what vLLM serves ({max})", id=run.id, rank=rank,
+                               max=VLLM_LORA_RANKS[-1]))
+    template = adapter / "chat_template.jinja"
+    opts, notes = plan_server(ws, facts.model_name_or_path, backend="vllm", port=port, host=host, dtype=dtype,
+                              max_model_len=max_model_len, trust_remote_code=trust_remote_code or facts.trust_remote_code,
+                              chat_template=str(template) if template.is_file() else None, template=facts.template)
+    name = adapter.name if adapter.name != opts.served_name else f"{adapter.name}-lora"
+    opts.lora_modules = {name: str(adapter)}
+    opts.max_lora_rank = max_rank
+    notes.append(_("serving {base} and run {id}'s adapter beside it as {name} (one vLLM server, --enable-lora)",
+                   base=opts.served_name, id=run.id, name=name))
+    return opts, run.id, notes

@@ -67,6 +67,8 @@ class ServerRecord(BaseModel):
     chat_template: str | None = None
     template: str | None = None
     tensor_parallel: int = 1
+    lora_modules: dict[str, str] = Field(default_factory=dict)  # served adapter name -> folder (workspace-relative)
+    lora_run: str | None = None  # the training run whose adapter is served (`devtune serve --lora RUN`)
     machine: str = Field(default_factory=socket.gethostname)
     process: ProcessRef | None = None
     pgid: int | None = None
@@ -91,7 +93,7 @@ class ServerRecord(BaseModel):
                 "backend": self.backend, "pid": self.process.pid if self.process else None,
                 "status": self.status, "host": self.host, "port": self.port,
                 "api_key_file": self.api_key_file, "started": self.started, "ready_at": self.ready_at,
-                "chat_template": self.chat_template}
+                "chat_template": self.chat_template, "lora_modules": self.lora_modules, "lora_run": self.lora_run}
 
 
 # ---------------------------------------------------------------- files
@@ -163,7 +165,8 @@ def _new_id(ws: Workspace, name: str, port: int) -> str:
 
 # ---------------------------------------------------------------- starting
 
-def start_server(ws: Workspace, opts: ServeOptions, *, api_key: str | None = None, env_extra=None) -> ServerRecord:
+def start_server(ws: Workspace, opts: ServeOptions, *, api_key: str | None = None, env_extra=None,
+                 lora_run: str | None = None) -> ServerRecord:
     """Launch the server detached and return its record at once (status `starting`)."""
     ws.ensure()
     if opts.port:
@@ -186,6 +189,7 @@ def start_server(ws: Workspace, opts: ServeOptions, *, api_key: str | None = Non
         served_name=opts.served_name, host=opts.host, port=opts.port, argv=plan.argv, env=plan.recordable_env(),
         api_key_file=ws.rel(key_path), chat_template=ws.rel(opts.chat_template) if opts.chat_template else None,
         template=opts.template, tensor_parallel=opts.tensor_parallel, note="; ".join(plan.notes),
+        lora_modules={k: ws.rel(v) for k, v in opts.lora_modules.items()}, lora_run=lora_run,
     )
     write_server(ws, record)
     env = {**os.environ, **plan.env, **(env_extra or {})}

@@ -19,6 +19,9 @@ def register(sub, add_common) -> list[str]:
                       "ready."))
     add_common(p)
     p.add_argument("model", metavar="MODEL", nargs="?", help=_("merged model folder (default: the latest export)"))
+    p.add_argument("--lora", metavar="RUN",
+                   help=_("serve a LoRA run's base model with its adapter beside it (vLLM --enable-lora): one server "
+                          "answers as the base and as the tuned model, for `devtune eval`"))
     p.add_argument("--backend", choices=("vllm", "llamafactory"),
                    help=_("vllm (default when installed) or llamafactory (huggingface backend)"))
     p.add_argument("--tp", type=int, default=1, metavar="N",
@@ -95,21 +98,29 @@ def _print_commands(ws, record) -> None:
 
 def run_serve(args) -> int:
     from core.serve.servers import ServerError, read_api_key, start_server, stop_server, wait_ready
-    from core.serve.plan import ServePlanError, plan_server
+    from core.serve.plan import ServePlanError, plan_lora_server, plan_server
 
     ws = workspace(args)
+    lora_run = None
     try:
-        opts, notes = plan_server(ws, args.model, backend=args.backend, port=args.port, host=args.host,
-                                  tensor_parallel=args.tp, dtype=args.dtype, max_model_len=args.max_model_len,
-                                  served_name=args.name, chat_template=args.chat_template, template=args.template,
-                                  trust_remote_code=args.trust_remote_code)
+        if args.lora:
+            if args.model or args.backend == "llamafactory":
+                raise ValueError(_("--lora serves the run's own base model with vLLM; leave out MODEL and --backend"))
+            opts, lora_run, notes = plan_lora_server(ws, args.lora, port=args.port, host=args.host, dtype=args.dtype,
+                                                     max_model_len=args.max_model_len,
+                                                     trust_remote_code=args.trust_remote_code)
+        else:
+            opts, notes = plan_server(ws, args.model, backend=args.backend, port=args.port, host=args.host,
+                                      tensor_parallel=args.tp, dtype=args.dtype, max_model_len=args.max_model_len,
+                                      served_name=args.name, chat_template=args.chat_template, template=args.template,
+                                      trust_remote_code=args.trust_remote_code)
     except (ServePlanError, ValueError) as exc:
         err(str(exc))
         return EXIT_USAGE
     for note in notes:
         err(note)
     try:
-        record = start_server(ws, opts)
+        record = start_server(ws, opts, lora_run=lora_run)
     except (ServerError, ValueError) as exc:
         err(str(exc))
         return EXIT_PROBLEMS
