@@ -160,7 +160,7 @@ def repair_torchaudio(py: Path, hw: Hardware) -> None:
 def setup_train(venv: Path) -> None:
     hw = detect_hardware()
     choice = choose_torch(hw)
-    extras = ["train", "test"] + {"rocm": ["amd"], "nvidia": ["nvidia"]}.get(hw.kind, [])
+    extras = ["train", "eval", "test"] + {"rocm": ["amd"], "nvidia": ["nvidia"]}.get(hw.kind, [])
     fp = fingerprint("train", choice.kind, choice.index_url or "", ",".join(extras))
     stamp = venv / ".devtune-stamp"
     say(f"hardware: {hw.kind} ({hw.evidence})")
@@ -176,7 +176,7 @@ def setup_train(venv: Path) -> None:
     spec = f"{ROOT}[{','.join(extras)}]"
     run([str(py), "-m", "pip", "install", "-q", "-e", spec])
     repair_torchaudio(py, hw)
-    run([str(py), "-c", "import llamafactory, deepspeed, transformers, peft; print('stack imports:', llamafactory.__version__, transformers.__version__, peft.__version__)"],
+    run([str(py), "-c", "import llamafactory, deepspeed, transformers, peft, lm_eval.models.openai_completions, sacrebleu; print('stack imports:', llamafactory.__version__, transformers.__version__, peft.__version__, 'lm-eval', lm_eval.__version__)"],
         env={**os.environ, "DS_BUILD_OPS": "0"})
     stamp.write_text(fp)
     say(f"{venv} ready")

@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.serve.similarity import chrf, lcs_length, normalize, rouge_l, similarity
+from core.serve.similarity import Measures, chrf, exact_text, lcs_length, normalize, rouge_l, similarity, tokens
 
 REF = "在“我的订单”点击“申请退款”，3到5个工作日原路退回。"
 
@@ -38,12 +38,59 @@ def test_recall_weighs_more_than_precision():
 
 def test_lcs_and_rouge_l_values():
     assert lcs_length("ABCBDAB", "BDCABA") == 4
-    assert rouge_l("abcd", "abxd") == pytest.approx(0.75)  # LCS 3: P = R = 3/4
+    assert lcs_length(["a", "b", "c"], ["b", "c", "a"]) == 2
+    assert rouge_l("a b c d", "a b x d") == pytest.approx(0.75)  # LCS 3 words: P = R = 3/4
+    assert rouge_l("退款三天", "退款五天") == pytest.approx(0.75)  # Chinese: one token per character
+    assert rouge_l("Refunds take 3 days", "refunds take three days") == pytest.approx(0.75)
+
+
+def test_rouge_l_tokens_are_cjk_characters_and_words():
+    assert tokens(normalize("退款 Refund3天, ok_go！")) == ["退", "款", "refund3", "天", "ok", "go"]
+    assert rouge_l("。！？", "...") == 1.0  # nothing to compare on either side
+
+
+PAIRS = [("在我的订单点击申请退款，5个工作日退回。", REF), ("Refunds arrive in 5 days, contact us.",
+          "Refunds arrive within 3 to 5 business days."), ("a", "a"), ("退款 refund 3 天", "退款需要3天 refund"),
+         ("", "x"), ("Yes.", "Yes, to 40 countries."), ("x y z .", "x y z ."), ("完全不同", "totally different")]
+
+
+@pytest.mark.parametrize("answer, reference", PAIRS)
+def test_chrf_and_bleu_are_sacrebleus_sentence_scores(answer, reference):
+    from sacrebleu.metrics import BLEU, CHRF
+
+    hyp, ref = normalize(answer), normalize(reference)
+    bleu = BLEU(tokenize="zh" if any("\u4e00" <= c <= "\u9fff" for c in ref) else "13a", effective_order=True)
+    m = Measures()
+    want_chrf = CHRF().sentence_score(hyp, [ref]).score / 100 if hyp else 0.0
+    want_bleu = min(1.0, bleu.sentence_score(hyp, [ref]).score / 100) if hyp else 0.0
+    assert m.chrf(answer, reference) == pytest.approx(want_chrf, abs=1e-12)
+    assert m.bleu(answer, reference) == pytest.approx(want_bleu, abs=1e-12)
+    assert m.bleu(answer, reference) == pytest.approx(want_bleu, abs=1e-12)  # the second time from the cache
+
+
+def test_bleu_tokenizes_chinese_by_character():
+    m = Measures()
+    # with 13a the Chinese sentence is one token, and any difference scores 0
+    assert m.bleu("在我的订单点击申请退款", "在我的订单点击申请退款吧") > 0.5
+    assert m.bleu("Refunds take three business days", "Refunds take three business days") == pytest.approx(1.0)
+    assert m.bleu("completely unrelated words here", "Refunds take three business days") == 0.0
+
+
+def test_exact_match_normalises_width_case_punctuation_and_spaces():
+    m = Measures()
+    assert exact_text("  Hello，ＷＯＲＬＤ？ ") == "helloworld"
+    assert m.exact("３到５个工作日。", "3 到 5 个工作日")
+    assert m.exact("Yes, to 40 countries!", "yes to 40 countries")
+    assert not m.exact("Yes, to 41 countries", "Yes, to 40 countries")
+    assert not m.exact("退款三天", "退款五天")
+    scores = m.score("Yes, to 40 countries!", "yes to 40 countries")
+    assert scores.exact and scores.as_dict()["exact"] is True and 0.0 <= scores.bleu <= 1.0
 
 
 def test_similarity_scores_by_chrf():
     sim = similarity("Yes, we ship to 40 countries.", "Yes, we ship to 40 countries!")
-    assert sim.score == sim.chrf and 0.8 < sim.chrf < 1.0 and 0.9 < sim.rouge_l < 1.0
+    assert sim.score == sim.chrf and 0.8 < sim.chrf < 1.0
+    assert sim.rouge_l == 1.0  # the same words in the same order: punctuation is no token
 
 
 @settings(max_examples=200, deadline=None)
