@@ -10,5 +10,6 @@ COMMAND_MODULES = (
     "train",
     "merge",
     "serve",
+    "eval",
     "diagnose",
 )

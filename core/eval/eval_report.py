@@ -1,0 +1,271 @@
+"""The result of one `devtune eval`: the one object that the CLI's text and `--json`, the Markdown report and the
+wizard's Eval tab all render, and its files in `.devtune/evals/<id>/` (report.json, rows.jsonl, report.md).
+
+Per set (heldout, train): the rows asked and, for base and tuned, the mean chrF, BLEU and ROUGE-L (0..1), the share
+of exact matches, the judge's mean score (1..5) when a judge was asked, and how many rows the tuned model did worse
+on than its base. Per row: the question, the reference, both answers with their scores.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from core.files.atomic import write_atomic
+from core.i18n import _, _n
+from core.workspace.layout import Workspace
+
+METRICS = ("chrf", "bleu", "rouge_l", "exact", "judge")
+METRIC_NAMES = {"chrf": "chrF", "bleu": "BLEU", "rouge_l": "ROUGE-L", "exact": "exact", "judge": "judge 1-5"}
+SETS = ("heldout", "train")
+WORSE_BY = 0.05  # a row counts as worse when the tuned chrF is this much below the base's (or the judge's lower)
+
+
+def set_label(name: str) -> str:
+    return {"heldout": _("held-out"), "train": _("training")}.get(name, name)
+
+
+class SideAnswer(BaseModel):
+    answer: str = ""
+    error: str | None = None
+    chrf: float = 0.0
+    bleu: float = 0.0
+    rouge_l: float = 0.0
+    exact: bool = False
+    judge: int | None = None
+    judge_reason: str | None = None
+    judge_error: str | None = None
+
+
+class EvalRow(BaseModel):
+    set: str  # heldout | train
+    source: str  # dataset name and row number
+    question: str
+    reference: str
+    base: SideAnswer = Field(default_factory=SideAnswer)
+    tuned: SideAnswer = Field(default_factory=SideAnswer)
+
+    @property
+    def worse(self) -> bool:
+        """The tuned model answered this worse than its base: by the judge when it graded both, else by chrF."""
+        if self.base.judge is not None and self.tuned.judge is not None:
+            return self.tuned.judge < self.base.judge
+        return self.tuned.chrf < self.base.chrf - WORSE_BY
+
+
+class SideMetrics(BaseModel):
+    chrf: float = 0.0
+    bleu: float = 0.0
+    rouge_l: float = 0.0
+    exact: float = 0.0  # share of rows
+    judge: float | None = None  # mean of the judged rows
+    judged: int = 0
+    errors: int = 0
+
+    def value(self, metric: str) -> float | None:
+        return getattr(self, metric)
+
+
+class SetSummary(BaseModel):
+    rows: int = 0
+    base: SideMetrics = Field(default_factory=SideMetrics)
+    tuned: SideMetrics = Field(default_factory=SideMetrics)
+    worse: int = 0  # rows where the tuned model did worse than its base
+
+
+class TargetInfo(BaseModel):
+    url: str
+    model: str
+    server: str | None = None
+
+
+class HarnessTask(BaseModel):
+    task: str
+    metric: str
+    base: float | None = None
+    tuned: float | None = None
+
+    @property
+    def delta(self) -> float | None:
+        return None if self.base is None or self.tuned is None else self.tuned - self.base
+
+
+class EvalReport(BaseModel):
+    id: str
+    created: float = Field(default_factory=time.time)
+    dataset: str
+    heldout: str | None = None  # the held-out set's registered name
+    note: str = ""  # said when there is no held-out set
+    base: TargetInfo
+    tuned: TargetInfo
+    judge: TargetInfo | None = None
+    run: str | None = None
+    train_total: int = 0  # training rows the sample was drawn from
+    seed: int = 0
+    sets: dict[str, SetSummary] = Field(default_factory=dict)
+    lm_eval: list[HarnessTask] = Field(default_factory=list)
+    lm_eval_error: str | None = None
+    errors: int = 0  # answers that failed (no reply)
+    stopped: str = ""  # why it ended early: cancelled | error ('' when every question was asked)
+    folder: str = ""  # .devtune/evals/<id>, workspace-relative
+
+    def to_json(self) -> dict:
+        return self.model_dump(mode="json")
+
+    def metric_names(self) -> list[str]:
+        return [m for m in METRICS if m != "judge" or self.judge is not None]
+
+    def header(self) -> list[str]:
+        return [_("set"), _("model")] + [METRIC_NAMES[m] for m in self.metric_names()]
+
+    def table(self) -> list[list[str]]:
+        """Per set, a row for base, one for tuned and one for the difference, a column per metric: the CLI's
+        table, the Markdown report's and the wizard's."""
+        out = []
+        metrics = self.metric_names()
+        for name in SETS:
+            summary = self.sets.get(name)
+            label = f"{set_label(name)} ({summary.rows if summary else 0})"
+            if summary is None or not summary.rows:
+                out.append([label, "-"] + ["-"] * len(metrics))
+                continue
+            base = [summary.base.value(m) for m in metrics]
+            tuned = [summary.tuned.value(m) for m in metrics]
+            out.append([label, _("base")] + [_fmt(v) for v in base])
+            out.append(["", _("tuned")] + [_fmt(v) for v in tuned])
+            out.append(["", "Δ"] + ["-" if b is None or t is None else f"{t - b:+.2f}" for b, t in zip(base, tuned)])
+        return out
+
+    def verdict(self) -> str:
+        """One line: did the fine-tune pay off on the held-out questions (else on the training ones)?"""
+        name = "heldout" if self.sets.get("heldout") and self.sets["heldout"].rows else "train"
+        summary = self.sets.get(name)
+        if summary is None or not summary.rows:
+            return _("no question was answered")
+        gain = summary.tuned.chrf - summary.base.chrf
+        where = set_label(name)
+        if gain >= WORSE_BY:
+            return _("the tuned model beats its base on the {where} questions (chrF {base:.2f} → {tuned:.2f})",
+                     where=where, base=summary.base.chrf, tuned=summary.tuned.chrf)
+        if gain <= -WORSE_BY:
+            return _("the tuned model is worse than its base on the {where} questions (chrF {base:.2f} → {tuned:.2f}); "
+                     "docs/verify.md says what to change", where=where, base=summary.base.chrf,
+                     tuned=summary.tuned.chrf)
+        return _("the tuned model scores like its base on the {where} questions (chrF {base:.2f} → {tuned:.2f})",
+                 where=where, base=summary.base.chrf, tuned=summary.tuned.chrf)
+
+    def lines(self) -> list[str]:
+        out = [_("eval {id} · dataset {dataset}", id=self.id, dataset=self.dataset),
+               _("base:  {model} at {url}", model=self.base.model, url=self.base.url),
+               _("tuned: {model} at {url}", model=self.tuned.model, url=self.tuned.url)]
+        if self.judge:
+            out.append(_("judge: {model} at {url}", model=self.judge.model, url=self.judge.url))
+        if self.note:
+            out.append(self.note)
+        out += [""] + _text_table([self.header()] + self.table()) + ["", self.verdict()]
+        worse = sum(s.worse for s in self.sets.values())
+        if worse:
+            out.append(_n("{n} row where the tuned model did worse than its base: see {file}",
+                          "{n} rows where the tuned model did worse than its base: see {file}", worse,
+                          file=f"{self.folder}/report.md"))
+        if self.lm_eval or self.lm_eval_error:
+            out += [""] + self.harness_lines()
+        if self.errors:
+            out.append(_n("{n} answer failed; its error is in {file}", "{n} answers failed; their errors are in {file}",
+                          self.errors, file=f"{self.folder}/rows.jsonl"))
+        return out
+
+    def harness_lines(self) -> list[str]:
+        if self.lm_eval_error:
+            return [_("lm-eval: {error}", error=self.lm_eval_error)]
+        rows = [[_("task"), _("metric"), _("base"), _("tuned"), "Δ"]]
+        rows += [[t.task, t.metric, _fmt(t.base), _fmt(t.tuned), "-" if t.delta is None else f"{t.delta:+.3f}"]
+                 for t in self.lm_eval]
+        return [_("lm-evaluation-harness:")] + _text_table(rows)
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _text_table(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(r, widths)))
+            for r in rows]
+
+
+def worse_rows(rows: list[EvalRow]) -> list[EvalRow]:
+    """The rows where the tuned model did worse than its base, the biggest loss first."""
+    return sorted((r for r in rows if r.worse), key=lambda r: r.tuned.chrf - r.base.chrf)
+
+
+def markdown(report: EvalReport, rows: list[EvalRow]) -> str:
+    """report.md: the table, the verdict, the lm-eval tasks and every row the tuned model did worse on."""
+    def cell(text: str) -> str:
+        return " ".join(text.split()).replace("|", "\\|")
+
+    out = [f"# devtune eval {report.id}", "", f"- dataset: `{report.dataset}`"
+           + (f" (held-out: `{report.heldout}`)" if report.heldout else ""),
+           f"- base: `{report.base.model}` at {report.base.url}", f"- tuned: `{report.tuned.model}` at {report.tuned.url}"]
+    if report.judge:
+        out.append(f"- judge: `{report.judge.model}` at {report.judge.url}")
+    if report.note:
+        out += ["", f"> {report.note}"]
+    header = report.header()
+    out += ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(r) + " |" for r in report.table()]
+    out += ["", report.verdict()]
+    if report.lm_eval or report.lm_eval_error:
+        out += ["", "## lm-evaluation-harness", ""] + ["    " + line for line in report.harness_lines()]
+    worse = worse_rows(rows)
+    out += ["", f"## {_('Rows where the tuned model did worse than its base')} ({len(worse)})"]
+    for r in worse:
+        out += ["", f"### {set_label(r.set)} · {r.source}", "", f"**{_('question')}:** {cell(r.question)}", "",
+                f"**{_('reference')}:** {cell(r.reference)}", "",
+                f"**{_('base')}** (chrF {r.base.chrf:.2f}): {cell(r.base.error or r.base.answer)}", "",
+                f"**{_('tuned')}** (chrF {r.tuned.chrf:.2f}): {cell(r.tuned.error or r.tuned.answer)}"]
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------- files
+
+def evals_dir(ws: Workspace) -> Path:
+    return ws.state_dir / "evals"
+
+
+def new_eval_id(ws: Workspace) -> str:
+    base = time.strftime("%Y%m%d-%H%M%S")
+    eval_id, n = base, 1
+    while (evals_dir(ws) / eval_id).exists():
+        n += 1
+        eval_id = f"{base}-{n}"
+    return eval_id
+
+
+def save_eval(ws: Workspace, report: EvalReport, rows: list[EvalRow]) -> Path:
+    import orjson
+
+    folder = evals_dir(ws) / report.id
+    report.folder = ws.rel(folder)
+    write_atomic(folder / "rows.jsonl", b"".join(orjson.dumps(r.model_dump(mode="json")) + b"\n" for r in rows))
+    write_atomic(folder / "report.json", report.model_dump_json(indent=2) + "\n")
+    write_atomic(folder / "report.md", markdown(report, rows))
+    return folder
+
+
+def load_eval(ws: Workspace, eval_id: str) -> tuple[EvalReport, list[EvalRow]]:
+    import orjson
+
+    folder = evals_dir(ws) / eval_id
+    report = EvalReport.model_validate_json((folder / "report.json").read_bytes())
+    rows = [EvalRow.model_validate(orjson.loads(line)) for line in (folder / "rows.jsonl").read_bytes().splitlines()
+            if line.strip()]
+    return report, rows
+
+
+def latest_eval(ws: Workspace) -> str | None:
+    folder = evals_dir(ws)
+    found = sorted(p.name for p in folder.iterdir() if (p / "report.json").is_file()) if folder.is_dir() else []
+    return found[-1] if found else None
