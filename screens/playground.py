@@ -1,7 +1,7 @@
 """Step 6, Playground: serve the merged model (vLLM, or `llamafactory-cli api`), chat with it with
 streaming answers and their TTFT and tokens/s, side by side with another server (the base model)
-when one is chosen, copy a question as `curl`, and run the closed-loop check: training questions
-asked, answers scored against the expected outputs.
+when one is chosen, copy a question as `curl`, and evaluate: the held-out and training questions asked to
+the tuned model and to its base, every answer scored (core.eval, as `devtune eval`), shown in the Eval tab.
 
 Servers are detached processes: leaving the step or quitting devtune stops none of them, and the step
 re-attaches to the live ones."""
@@ -24,7 +24,7 @@ from screens.base import HUMAN_RATE, Job, StepScreen, UserError, step_binding
 from tui.widgets.chat_params import ChatParamsForm
 from tui.widgets.chat_transcript import ChatTranscript
 from tui.widgets.titled import titled
-from tui.widgets.verify_results import VerifyResults
+from tui.widgets.eval_results import EvalResults
 
 
 class PlaygroundScreen(StepScreen):
@@ -32,7 +32,7 @@ class PlaygroundScreen(StepScreen):
     BINDINGS = [
         step_binding("playground", "run", "start_server", _("Start a server")),
         step_binding("playground", "stop", "stop_server", _("Stop the server")),
-        step_binding("playground", "check", "verify", _("Verify: ask the training questions")),
+        step_binding("playground", "check", "evaluate", _("Eval: the tuned model against its base")),
         step_binding("playground", "refresh", "reload", _("Reload the servers")),
         Binding("ctrl+y", "copy_curl", _("Copy the question as curl"), id="playground.curl"),
         Binding("ctrl+l", "clear_chat", _("Clear the chat"), id="playground.clear"),
@@ -51,8 +51,8 @@ class PlaygroundScreen(StepScreen):
 
     @property
     def INTRO(self) -> str:  # noqa: N802 - StepScreen's attribute, translated when shown
-        return _("Serve the merged model, chat with it, and check that it answers what it was taught. F5 starts a "
-                 "server, F8 stops it, F6 asks the training questions; servers keep running when devtune quits.")
+        return _("Serve the merged model, chat with it, and check that it beats its base. F5 starts a server, F8 "
+                 "stops it, F6 evaluates it against its base; servers keep running when devtune quits.")
 
     def __init__(self) -> None:
         super().__init__()
@@ -89,14 +89,16 @@ class PlaygroundScreen(StepScreen):
                         yield ChatTranscript(_("compare"), id="pg-chat-compare")
                     yield titled(Input(placeholder=_("ask a question, Enter sends"), id="pg-question"),
                                  _("question"))
-                with TabPane(_("Verify"), id="pg-tab-verify"):
-                    yield VerifyResults(id="pg-verify-results")
+                with TabPane(_("Eval"), id="pg-tab-eval"):
+                    yield EvalResults(id="pg-eval-results")
 
     def on_mount(self) -> None:
         self.query_one("#pg-server-log", Log).border_title = _("server log")
         # not a text field: arriving here, 1-6 and [ ] still move between steps
         self.query_one("#pg-start", Button).focus()
         self.load_servers(self.state.active_server)
+        self.run_background(self._latest_eval, self.ws, group="pg-eval", description=_("Reading the last eval"),
+                            done=self._show_eval)
 
     # ------------------------------------------------------------ servers
 
@@ -336,35 +338,71 @@ class PlaygroundScreen(StepScreen):
         self.query_one("#pg-commands", Static).update(command)
         self.app.notify(_("copied the curl command (the key is read from its file)"), timeout=4)
 
-    # ------------------------------------------------------------ verify
+    # ------------------------------------------------------------ eval
 
-    def action_verify(self) -> None:
+    @staticmethod
+    def _latest_eval(job: Job, ws):
+        from core.eval.eval_report import latest_eval, load_eval
+
+        found = latest_eval(ws)
+        try:
+            return load_eval(ws, found) if found else None
+        except (OSError, ValueError):
+            return None  # a damaged report: the next F6 writes a new one
+
+    def action_evaluate(self) -> None:
         server = self.query_one("#pg-server", Select).value
+        compare = self.query_one("#pg-compare", Select).value
         if not isinstance(server, str):
             self.show_error(_("start or choose a server first"))
             return
-        self.query_one("#pg-tabs", TabbedContent).active = "pg-tab-verify"
-        results = self.query_one(VerifyResults)
-        results.start()
-        self.run_background(self._verify, self.ws, server, group="pg-verify", description=_("Verifying"),
-                            progress=results.add_result, done=self._verified,
-                            failed=lambda error: results.finish(None, str(error)))
+        self.query_one("#pg-tabs", TabbedContent).active = "pg-tab-eval"
+        results = self.query_one(EvalResults)
+        results.start(_("asking the held-out and training questions…"))
+        self.run_background(self._evaluate, self.ws, server, compare if isinstance(compare, str) else None,
+                            group="pg-eval", description=_("Evaluating"), progress=results.progress,
+                            done=self._evaluated, failed=lambda error: results.failed(str(error)))
 
     @staticmethod
-    def _verify(job: Job, ws, server_id: str):
-        from core.merge.export import ExportError
-        from core.serve.servers import ServerError, endpoint, read_server
-        from core.serve.verify import VerifyError, run_of_server, run_questions, verify
+    def _evaluate(job: Job, ws, server_id: str, compare_id: str | None):
+        """The chosen server against its base: the same server when it serves a LoRA run beside its base, else
+        the "compare with" server as the base."""
+        from core.eval.compare import EvalOptions, run_eval
+        from core.eval.questions import EvalInputError
+        from core.eval.targets import resolve_targets
+        from core.merge.export import ExportError, find_train_run, read_train_facts
+        from core.serve.servers import ServerError, read_server
+        from core.serve.verify import run_of_server
         from core.train.runs import RunError
 
         try:
             record = read_server(ws, server_id)
-            questions = run_questions(ws, run_of_server(ws, record))
-        except (ServerError, VerifyError, ExportError, RunError) as exc:
+            if record.lora_modules or not compare_id:
+                targets = resolve_targets(ws, server=server_id)
+            else:
+                targets = resolve_targets(ws, base_server=compare_id, tuned_server=server_id)
+            try:  # the dataset of the run behind the server (else the newest run), else the Data step's choice
+                facts = read_train_facts(ws, find_train_run(ws, targets.run or run_of_server(ws, record)))
+            except (ExportError, RunError):
+                facts = None
+            dataset = (facts.dataset[0] if facts and facts.dataset else None) or ws.load_state().dataset_name
+            if not dataset:
+                raise EvalInputError(_("no dataset to ask: choose one in the Data step, or train a run on one"))
+            return run_eval(ws, targets, dataset, EvalOptions(), progress=lambda p: job.report_soon(p.line()),
+                            cancelled=lambda: job.cancelled)
+        except (EvalInputError, ServerError, ExportError, RunError) as exc:
             raise UserError(str(exc)) from exc
-        return verify(endpoint(ws, record), questions, server_id=server_id, on_result=job.report,
-                      cancelled=lambda: job.cancelled)
 
-    def _verified(self, report) -> None:
-        self.query_one(VerifyResults).finish(report)
-        self.set_status("done" if report.verdict else "attention", _("verify: chrF {score:.2f}", score=report.score))
+    def _show_eval(self, result) -> None:
+        if result is not None:
+            self.query_one(EvalResults).show(*result)
+
+    def _evaluated(self, result) -> None:
+        report, rows = result
+        self.query_one(EvalResults).show(report, rows)
+        held = report.sets.get("heldout")
+        main = held if held and held.rows else report.sets.get("train")
+        if main and main.rows:
+            better = main.tuned.chrf >= main.base.chrf
+            self.set_status("done" if better else "attention",
+                            _("eval: chrF {base:.2f} → {tuned:.2f}", base=main.base.chrf, tuned=main.tuned.chrf))

@@ -128,3 +128,17 @@ def test_help_in_the_light_theme(snap_ws, snap_compare, monkeypatch):
         await pilot.pause()
 
     assert snap_compare(app_on(snap_ws, "data"), terminal_size=(80, 24), run_before=run_before)
+
+
+def test_playground_eval_tab_with_a_saved_eval(snap_ws, snap_compare):
+    from tests.eval_fixture import write_recorded_eval
+
+    write_recorded_eval(snap_ws)
+
+    async def run_before(pilot):
+        screen = await opened(pilot, pilot.app)
+        screen.query_one("#pg-tabs").active = "pg-tab-eval"
+        await wait_until(pilot, lambda: screen.query_one("#pg-eval-table").row_count > 0)
+        await pilot.pause(0.5)
+
+    assert snap_compare(app_on(snap_ws, "playground"), terminal_size=SIZE, run_before=run_before)

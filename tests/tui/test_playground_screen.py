@@ -1,6 +1,6 @@
 """The Playground step against the real `llamafactory-cli api` serving the tiny model (the quickest
-real server on a CPU: ~10 s): start from the screen, stream a chat, compare, copy as curl, verify,
-stop; and re-attach to a server started before devtune opened."""
+real server on a CPU: ~10 s): start from the screen, stream a chat, compare, copy as curl, evaluate
+against the base, stop; and re-attach to a server started before devtune opened."""
 
 import json
 import shutil
@@ -81,12 +81,15 @@ async def test_start_chat_compare_curl_stop(ws_with_model: Workspace):
         assert not group_members(record.pgid)
 
 
-async def test_reattach_and_verify_against_the_runs_data(ws_with_model: Workspace):
+async def test_reattach_and_evaluate_against_the_runs_data(ws_with_model: Workspace):
     ws = ws_with_model
     rows = [{"instruction": "How long does a refund take?", "output": "3 to 5 business days."},
             {"instruction": "Do you ship internationally?", "output": "Yes, to 40 countries."}]
     (ws.data_dir / "qa.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (ws.data_dir / "dataset_info.json").write_text(json.dumps({"qa": {"file_name": "qa.jsonl"}}))
+    (ws.data_dir / "qa_test.jsonl").write_text(json.dumps({"instruction": "Can I pay by card?",
+                                                           "output": "Yes, every major card."}) + "\n")
+    (ws.data_dir / "dataset_info.json").write_text(json.dumps({"qa": {"file_name": "qa.jsonl"},
+                                                               "qa_eval": {"file_name": "qa_test.jsonl"}}))
     make_run(ws, dataset="qa", model_name_or_path="models/tiny-llama3")
     opts, _notes = plan_server(ws, "models/tiny-llama3", backend="llamafactory")
     record = wait_ready(ws, start_server(ws, opts).id, timeout=180)  # started before devtune opens
@@ -96,11 +99,16 @@ async def test_reattach_and_verify_against_the_runs_data(ws_with_model: Workspac
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await opened(pilot, app)
         await wait_until(pilot, lambda: screen.query_one("#pg-server").value == record.id)
-        await pilot.press("f6")  # check: verify
-        table = screen.query_one("#pg-verify")
-        await wait_until(pilot, lambda: str(screen.query_one("#pg-verdict").render()).startswith("score"), timeout=180)
-        assert table.row_count == 2
-        assert "no: the answers are far from the training data" in str(screen.query_one("#pg-verdict").render())
-        await wait_until(pilot, lambda: "Playground !" in stepper_text(app))
+        screen.query_one("#pg-compare").value = record.id  # the base: here the same untrained model
+        await pilot.press("f6")  # check: evaluate
+        table = screen.query_one("#pg-eval-table")
+        await wait_until(pilot, lambda: table.row_count > 0, timeout=240)
+        assert table.row_count == 6  # held-out and training: base, tuned, difference
+        summary = str(screen.query_one("#pg-eval-summary").render())
+        assert "scores like its base on the held-out questions" in summary
+        assert screen.query_one("#pg-eval-worse").row_count == 0  # the same model can not be worse than itself
+        await wait_until(pilot, lambda: "Playground ✓" in stepper_text(app))
+    saved = sorted((ws.state_dir / "evals").iterdir())
+    assert len(saved) == 1 and {"rows.jsonl", "report.json", "report.md"} <= {p.name for p in saved[0].iterdir()}
     # quitting devtune stopped nothing
     assert read_server(ws, record.id).status == "ready" and group_members(record.pgid)
