@@ -330,6 +330,9 @@ def rule_context(ws: Workspace, spec: TrainSpec, *, found: list[tuple[str, int]]
         target = ctx.targets[0] if ctx.targets else None
         ctx.fit = estimate(spec, shape, target, seq_len=seq)
         ctx.advice = advise(spec, shape, target, seq_len=seq, p99=p99)
+        if spec.zero_stage == 3 and spec.launch.world_size > 1 and target is not None:
+            ctx.zero2_fit = estimate(spec.model_copy(update={"zero_stage": 2, "deepspeed": None}), shape, target,
+                                     seq_len=seq)
     return ctx
 
 

@@ -39,6 +39,7 @@ class RuleContext:
     summaries: dict[str, DatasetSummary | None] = field(default_factory=dict)  # per dataset name
     fit: Any = None  # core.config.memfit.FitEstimate, None when the model's shape is unknown
     advice: list = field(default_factory=list)  # core.config.memfit_advice.FitAdvice
+    zero2_fit: Any = None  # a ZeRO-3 run's FitEstimate under ZeRO-2 (None when not asked)
 
 
 def train_rows(spec: TrainSpec, rows: int) -> int:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from core.config.rule_context import SEVERITIES, ConfigFinding, RuleContext
+from core.config.eval_loss import rule_eval
 from core.config.rules_data import rule_batch, rule_data
 from core.config.rules_stage import rule_stage
 from core.config.spec import TrainSpec, value
@@ -233,6 +234,12 @@ def rule_fit(spec: TrainSpec, ctx: RuleContext) -> list[ConfigFinding]:
                                                       device=_judged_on(spec, ctx, fit.device),
                                                       verdict=verdict_label(fit.verdict)),
                          None, fix)]
+    two = ctx.zero2_fit
+    if fit.verdict == "fits" and two is not None and two.verdict == "fits":
+        out.append(ConfigFinding("info", "deepspeed.zero2_enough", _(
+            "ZeRO-2 would fit too ({need} per device): it shards only gradients and optimizer state, so every "
+            "device keeps the whole weights and talks less than under ZeRO-3, usually faster",
+            need=gib(two.per_device_bytes)), "zero_stage", _("--zero 2, if speed matters more than headroom")))
     if spec.launch.device == "gpu" and ctx.doctor_ran and not ctx.found_gpus:
         out.append(ConfigFinding("warning", "fit.no_gpu_here", _("the doctor found no GPU on this machine: this config "
                                                                  "trains on GPUs and will not start here"), "launch",
@@ -261,7 +268,7 @@ def rule_kept(spec: TrainSpec, ctx: RuleContext) -> list[ConfigFinding]:
                                              keys=", ".join(spec.extra)), None)]
 
 
-RULES: tuple[Rule, ...] = (rule_model, rule_method, rule_template, rule_data, rule_stage, rule_batch,
+RULES: tuple[Rule, ...] = (rule_model, rule_method, rule_template, rule_data, rule_eval, rule_stage, rule_batch,
                            rule_precision, rule_distributed, rule_output, rule_fit, rule_kept)
 
 

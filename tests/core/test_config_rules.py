@@ -147,3 +147,13 @@ def test_deepspeed_file_of_an_import_must_exist(demo_ws):
     spec = preset_spec("zero3-multi-gpu").model_copy(update={"deepspeed": "examples/deepspeed/ds_z3_config.json"})
     assert codes(demo_ws, spec)["deepspeed.missing"] == "error"
     assert "deepspeed.missing" not in codes(demo_ws, preset_spec("zero3-multi-gpu"))
+
+
+def test_zero3_says_when_zero2_would_be_enough_and_not_when_it_would_not(demo_ws):
+    """Issue 16: the Config step explains when ZeRO-2 is enough; a 70B LoRA on 8 MI300X needs ZeRO-3."""
+    small = preset_spec("cpu-demo").model_copy(update={"zero_stage": 3,
+                                                       "launch": Launch(device="cpu", gpus_per_node=2)})
+    found = codes(demo_ws, small)
+    assert found["deepspeed.zero2_enough"] == "info" and found["launch.cpu_many"] == "info"
+    big = preset_spec("zero3-multi-gpu").model_copy(update={"launch": Launch(gpus_per_node=8, gpu_model="mi250-gcd")})
+    assert "deepspeed.zero2_enough" not in codes(demo_ws, big)
