@@ -290,6 +290,41 @@ def rules() -> list[Rule]:
                "into a prompt."),
              _("Serve with the training template: devtune serve passes LLaMA-Factory's template as "
                "--chat-template; or export with the template set in the merge YAML."), weight=92),
+        Rule("slurm-time-limit", (r"CANCELLED AT \S+ DUE TO TIME LIMIT",),
+             _("The Slurm job reached its time limit"),
+             _("Slurm ended the job when its --time ran out; the run stopped wherever it was, and what it trained "
+               "since the last checkpoint is lost."),
+             _("devtune resume RUN submits it again from the last checkpoint; give it more time (config init "
+               "--time, or the Config form's Slurm time limit) and a smaller save_steps, so less is redone."),
+             ("devtune resume RUN", "sacct -j JOB --format=JobID,State,Elapsed,Timelimit"), weight=96),
+        Rule("slurm-preempted", (r"CANCELLED AT \S+ DUE TO PREEMPTION", r"JOB \d+ ON \S+ PREEMPTED"),
+             _("The Slurm job was preempted"),
+             _("A job of higher priority took the nodes; Slurm ended (or requeued) this one."),
+             _("devtune resume RUN submits it again from the last checkpoint; ask for a partition or QoS that is "
+               "not preemptible (--partition, --sbatch \"--qos=...\"), and save checkpoints often."),
+             ("devtune resume RUN", "sacct -j JOB --format=JobID,State,Reason"), weight=96),
+        Rule("slurm-node-fail", (r"CANCELLED AT \S+ DUE TO NODE FAILURE", r"NODE_FAIL"),
+             _("A node of the Slurm job failed"),
+             _("Slurm lost one of the job's nodes (a crash, a reboot, a network partition) and ended the job."),
+             _("devtune resume RUN from the last checkpoint; if the same node fails again, leave it out "
+               "(--sbatch \"--exclude=NODE\") and tell the cluster's admins."),
+             ("sinfo -R", "devtune resume RUN"), weight=95),
+        Rule("zero-world-size-changed",
+             (r"The checkpoint being loaded used a DP world size of \d+ but the current world size is \d+",),
+             _("The ZeRO checkpoint was saved by another number of ranks"),
+             _("DeepSpeed shards the optimizer state per rank and cannot re-partition it for another world size."),
+             _("Resume with the world size the checkpoint was saved with (the same --gpus and --nodes); to change "
+               "it, start a new run from the adapter (adapter_name_or_path) instead of resuming."),
+             ("ls saves/RUN/checkpoint-*/global_step*/",), weight=97),
+        Rule("peer-rank-died",
+             (r"Connection reset by peer", r"Connection closed by peer", r"Socket Timeout.*gloo"),
+             _("Another rank went away (its connection closed)"),
+             _("This rank lost its connection to another rank in the middle of a collective: the other rank died "
+               "first, and its own error is the cause."),
+             _("Look for the first rank that failed: its traceback, its exit code or signal (torchrun's Root "
+               "Cause block), or the node that lost it (`dmesg` there for the OOM killer)."),
+             ("grep -n 'Root Cause\\|exitcode\\|Error' .devtune/runs/RUN/stderr.log | head",), weight=40,
+             symptom=True),
         Rule("terminated", (), _("Terminated (SIGTERM) without a stop request"),
              _("Something other than devtune sent SIGTERM: a job scheduler, a shutdown, or a user's kill."),
              _("Resume from the last checkpoint (devtune train resume); check the scheduler's time limit."),

@@ -25,6 +25,8 @@ RUNS = {  # produced on this machine with the real llamafactory-cli
     "lf_master_port_in_use": ("master-port-in-use", "EADDRINUSE"),
     "lf_dataset_info_missing": ("dataset-info-unreadable", "Cannot open nodata/dataset_info.json"),
     "lf_dataset_file_missing": ("dataset-file-missing", "File gone/rows_v2.jsonl not found."),
+    "lf_zero_world_size_changed": ("zero-world-size-changed", "used a DP world size of 2 but the current world size is 1"),
+    "slurm_time_limit": ("slurm-time-limit", "DUE TO TIME LIMIT"),
 }
 EXCERPTS = {  # published logs, see tests/fixtures/logs/SOURCES.md
     "hip_out_of_memory.log": "gpu-out-of-memory",
@@ -51,6 +53,9 @@ EXCERPTS = {  # published logs, see tests/fixtures/logs/SOURCES.md
     "dependency_version_check.log": "dependency-version",
     "output_dir_not_empty.log": "output-dir-not-empty",
     "nccl_unhandled_system_error.log": "nccl-error",
+    "gloo_peer_reset.log": "peer-rank-died",
+    "slurm_preempted.log": "slurm-preempted",
+    "slurm_node_fail.log": "slurm-node-fail",
 }
 
 
