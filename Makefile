@@ -66,6 +66,7 @@ bench: envs
 	@$(DEVTUNE) demo $(DEMO_DIR) >/dev/null
 	$(VENV)/bin/python bench/playground.py -w $(DEMO_DIR) --serve models/tiny-llama3
 	$(VENV)/bin/python bench/synth.py -w $(DEMO_DIR) --serve models/tiny-llama3
+	$(VENV)/bin/python bench/eval.py -w $(DEMO_DIR) --serve models/tiny-llama3
 
 clean:
 	rm -rf $(VENV) .venv-serve $(DEMO_DIR) build

