@@ -89,3 +89,34 @@ def test_the_tiny_models_template_is_known(workspace, monkeypatch, tmp_path):
     (d / "devtune_model.json").write_text(json.dumps({"template": "llama3"}))
     opts, _ = plan_server(workspace, "exports/tiny", backend="llamafactory")
     assert opts.template == "llama3" and opts.chat_template is None
+
+
+@pytest.mark.skipif(not SERVE_PYTHON.exists(), reason="the serving environment (.venv-serve) is not installed")
+def test_a_lora_run_is_served_beside_its_base_or_refused_with_the_reason(workspace):
+    from core.serve.backends import launch_plan
+    from core.serve.plan import plan_lora_server
+    from tests.core.test_export import make_run
+
+    base = workspace.models_dir / "tiny"
+    base.mkdir(parents=True)
+    (base / "config.json").write_text("{}")
+    run = make_run(workspace, model_name_or_path="models/tiny")
+    adapter = workspace.abs(f"saves/{run}")
+    (adapter / "adapter_config.json").write_text(json.dumps({"r": 12, "rank_pattern": {}}))
+    (adapter / "chat_template.jinja").write_text("{{ messages }}")
+    opts, run_id, notes = plan_lora_server(workspace, run)
+    assert run_id == run and opts.served_name == "tiny" and opts.lora_modules == {run: str(adapter)}
+    assert opts.max_lora_rank == 16 and opts.chat_template == str(adapter / "chat_template.jinja")
+    argv = launch_plan(opts, "key").argv
+    assert argv[argv.index("--lora-modules") + 1] == f"{run}={adapter}" and "--enable-lora" in argv
+    assert argv[argv.index("--max-lora-rank") + 1] == "16" and "key" not in argv
+    assert any("--enable-lora" in n for n in notes)
+    (adapter / "adapter_config.json").write_text(json.dumps({"r": 8, "modules_to_save": ["embed_tokens", "lm_head"]}))
+    with pytest.raises(ServePlanError, match="embed_tokens, lm_head in full.*devtune merge"):
+        plan_lora_server(workspace, run)
+    full = make_run(workspace, run_id="20260101-000001-full", model_name_or_path="models/tiny", finetuning_type="full")
+    with pytest.raises(ServePlanError, match="trains full, not a LoRA adapter"):
+        plan_lora_server(workspace, full)
+    opts.backend = "llamafactory"
+    with pytest.raises(ValueError, match="needs vLLM"):
+        launch_plan(opts, "key")
