@@ -377,7 +377,10 @@ class PlaygroundScreen(StepScreen):
 
         try:
             record = read_server(ws, server_id)
-            if record.lora_modules or not compare_id:
+            if not record.lora_modules and not compare_id:
+                raise EvalInputError(_("choose the base model's server in “compare with”, or start a server with "
+                                       "`devtune serve --lora RUN` that serves the base and the adapter"))
+            if record.lora_modules:
                 targets = resolve_targets(ws, server=server_id)
             else:
                 targets = resolve_targets(ws, base_server=compare_id, tuned_server=server_id)
