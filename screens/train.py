@@ -16,7 +16,7 @@ from textual.containers import Horizontal
 from textual.reactive import var
 from textual.widgets import Button, Log, ProgressBar, Select, Static
 
-from core.i18n import _
+from core.i18n import _, _n
 from screens.base import Job, StepScreen, UserError, step_binding
 from tui.widgets.diagnosis_box import DiagnosisBox
 from tui.widgets.gpu_panel import GpuPanel
@@ -157,9 +157,9 @@ class TrainScreen(StepScreen):
                       "eval_loss": (m.eval_loss.xs, m.eval_loss.ys), "lr": (m.lr.xs, m.lr.ys),
                       "resumes": list(m.resumes)}
             if first:
-                from core.train.gpu.history import read_history
+                from core.train.gpu.history import read_run_history
 
-                update.gpu_samples = read_history(watcher.dir / "gpu.jsonl", max_ticks=120)
+                update.gpu_samples = read_run_history(watcher.dir, max_ticks=120)
             return TrainScreen.Polled(run_id, update, series, first)
 
         self.poll(fetch, every=lambda p: POLL_SECONDS if p.update.record.active else 5 * POLL_SECONDS,
@@ -219,7 +219,9 @@ class TrainScreen(StepScreen):
                                                          + (f"\n{stage}" if stage else ""))
         r = u.record
         state = status_label(r.status)
-        where = f"{r.output_dir or ''}  ·  {r.config or ''}"
+        where = f"{r.output_dir or ''}  ·  {r.source_config or r.config or ''}"
+        if r.launcher == "slurm" and r.job_id:
+            where += "  ·  " + _n("Slurm job {job}, {n} node", "Slurm job {job}, {n} nodes", r.nodes, job=r.job_id)
         status = _("Run {id}: {state} — {note}", id=r.id, state=state, note=r.note) if r.note else \
             _("Run {id}: {state}", id=r.id, state=state)
         self.query_one("#train-status", Static).update(f"{status}\n{where}")

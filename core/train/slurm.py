@@ -64,6 +64,7 @@ class SlurmJob:
     time_limit: str | None = None  # Slurm's format: "2-00:00:00", "90"
     extra: list[str] = field(default_factory=list)  # more "#SBATCH ..." lines, as the person wrote them
     master_port: int = 29500
+    recorder_python: str | None = None  # set: each node samples its GPUs into <run>/gpu-node<N>.jsonl
 
 
 def render_sbatch(job: SlurmJob) -> str:
@@ -93,7 +94,13 @@ def render_sbatch(job: SlurmJob) -> str:
     ]
     lines += [f"export {key}={shlex.quote(value)}" for key, value in sorted(job.env.items())
               if key not in ("NNODES", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT")]
-    task = (f'echo $$ > {shlex.quote(job.run_dir)}/nodes/"$SLURM_NODEID".pid; '
+    run = shlex.quote(job.run_dir)
+    # ( ... & ): the recorder is not a child of the task, so a graceful stop's signal to the task's leaves
+    # reaches the trainers only
+    record = (f'({shlex.quote(job.recorder_python)} -m core.train.gpu.record --out {run}/gpu-node"$SLURM_NODEID".jsonl '
+              f'--status-file {run}/gpu-node"$SLURM_NODEID".status --until-pid $$ >/dev/null 2>&1 &); '
+              if job.recorder_python else "")
+    task = (f'echo $$ > {run}/nodes/"$SLURM_NODEID".pid; {record}'
             f'export NODE_RANK="$SLURM_NODEID"; exec {shlex.join(job.argv)}')
     lines.append(f"srun --kill-on-bad-exit=1 --ntasks-per-node=1 bash -c {shlex.quote(task)}")
     return "\n".join(lines) + "\n"

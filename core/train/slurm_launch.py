@@ -73,7 +73,7 @@ def slurm_job(ws: Workspace, spec, directory: Path, argv: list[str], env: dict[s
                     env={k: v for k, v in env.items() if k not in RENDEZVOUS},
                     gpus_per_node=launch.gpus_per_node if launch.device == "gpu" else 0,
                     partition=launch.partition, account=launch.account, time_limit=launch.time_limit,
-                    extra=list(launch.sbatch_extra), master_port=_free_port())
+                    extra=list(launch.sbatch_extra), master_port=_free_port(), recorder_python=sys.executable)
 
 
 def submit_job(job: SlurmJob, directory: Path, files: list[str], *, say=None) -> tuple[str, list[str]]:

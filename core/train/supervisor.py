@@ -67,7 +67,8 @@ def supervise(directory: Path) -> int:
             created = 0.0
         update_record(directory, status=RunStatus.RUNNING, trainer=ProcessRef(pid=proc.pid, create_time=created),
                       pgid=proc.pid)
-        _start_gpu_recorder(directory, proc.pid)
+        if record.launcher != "slurm":  # a Slurm job's nodes record their own GPUs (gpu-node<N>.jsonl)
+            _start_gpu_recorder(directory, proc.pid)
         code = proc.wait()
     record = read_record(directory)
     stopped = record.stop_requested is not None

@@ -46,9 +46,9 @@ class RunWatcher:
                                     log_start=start)
         self._stdout = LineTail(self.dir / "stdout.log")
         self._stderr = LineTail(self.dir / "stderr.log")
-        from core.train.gpu.history import GpuHistoryTail
+        from core.train.gpu.history import RunGpuTail
 
-        self._gpu = GpuHistoryTail(self.dir / "gpu.jsonl")
+        self._gpu = RunGpuTail(self.dir)
         self._was_active = self.record.active
         self._ticks: list[list] = []  # the latest GPU ticks, for the idle-GPU stall
         self._stall = None
@@ -129,10 +129,12 @@ class RunWatcher:
     def gpu_status(self) -> dict | None:
         import orjson
 
-        try:
-            return orjson.loads((self.dir / "gpu.status").read_bytes())
-        except (OSError, ValueError):
-            return None
+        for name in ("gpu.status", "gpu-node0.status"):  # a Slurm run: the first node's recorder
+            try:
+                return orjson.loads((self.dir / name).read_bytes())
+            except (OSError, ValueError):
+                continue
+        return None
 
     @staticmethod
     def _new_lines(tail: LineTail) -> list[str]:
@@ -241,7 +243,8 @@ class MonitorReport:
             "stall": self.stall.to_dict() if self.stall is not None else None,
             "elapsed_s": s.elapsed_s,
             "eta_s": s.eta_s,
-            "anomalies": [{"id": a.id, "step": a.step, "severity": a.severity, "message": a.message}
+            "anomalies": [{"id": a.id, "step": a.step, "severity": a.severity, "message": a.message,
+                           "stop_at": a.stop_at}
                           for a in self.anomalies],
             "gpu": {
                 "count": len(gpus),

@@ -32,3 +32,22 @@ def test_a_job_the_cluster_ended_says_how_and_how_to_resume(workspace):
     assert "time limit" in note and f"devtune resume {record.id}" in note
     stopped = record.model_copy(update={"cluster_state": None, "stop_requested": 1.0, "exit_code": 0})
     assert "stopped on request" in ending_note(stopped)
+
+
+def test_every_nodes_gpu_samples_reach_the_run_with_devices_renumbered(workspace):
+    """Each node of a Slurm job records its own GPUs (gpu-node<N>.jsonl); the run shows them all."""
+    from core.train.gpu.history import RunGpuTail, read_run_history
+    from core.train.gpu.sample import GpuSample
+
+    record = _slurm_record(workspace, status=RunStatus.RUNNING)
+    directory = run_dir(workspace, record.id)
+    for node in (0, 1):
+        with open(directory / f"gpu-node{node}.jsonl", "w") as fh:
+            for index in (0, 1):
+                sample = GpuSample(ts=100.0 + node, backend="nvml", index=index, name="H200", util_pct=50.0 + node)
+                fh.write(json.dumps(sample.to_record()) + "\n")
+    seen = read_run_history(directory)
+    assert sorted(s.index for s in seen) == [0, 1, 64, 65]
+    assert {s.name for s in seen if s.index >= 64} == {"node 1 · H200"}
+    tail = RunGpuTail(directory)
+    assert len(tail.poll()) == 4 and tail.poll() == []

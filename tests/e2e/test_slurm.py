@@ -143,6 +143,9 @@ def test_zero3_across_two_slurm_nodes_trains_stops_resumes_and_merges(cluster, w
     script = (workspace.runs_dir / run["id"] / "job.sbatch").read_text()
     assert "#SBATCH --nodes=2" in script and 'NODE_RANK="$SLURM_NODEID"' in script
     wait_for_step(workspace, run["id"], 15)
+    for node in (0, 1):  # each node samples its own GPUs (none on this CPU machine: it says so)
+        status = json.loads((workspace.runs_dir / run["id"] / f"gpu-node{node}.status").read_text())
+        assert status["state"] == "no-gpu", status
     logs = (workspace.runs_dir / run["id"] / "stdout.log").read_text(errors="replace")
     assert "Process rank: 1, world size: 2" in logs + (workspace.runs_dir / run["id"] / "stderr.log").read_text()
     out = devtune_cli(*ws, "stop", run["id"], env=env, timeout=200)

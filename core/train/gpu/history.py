@@ -91,6 +91,51 @@ class GpuHistoryTail:
         return [s for s in map(parse_line, self._lines.read_lines()) if s is not None]
 
 
+NODE_STRIDE = 64  # a node's devices are shown as node * 64 + index (Launch allows at most 64 GPUs a node)
+
+
+def node_files(directory: Path) -> list[tuple[int, Path]]:
+    """A Slurm run's per-node recordings, `gpu-node<N>.jsonl` (each node samples its own GPUs)."""
+    found = []
+    for path in Path(directory).glob("gpu-node*.jsonl"):
+        number = path.stem[len("gpu-node"):]
+        if number.isdigit():
+            found.append((int(number), path))
+    return sorted(found)
+
+
+def _on_node(sample: GpuSample, node: int) -> GpuSample:
+    from dataclasses import replace
+
+    return replace(sample, index=node * NODE_STRIDE + sample.index,
+                   name=_("node {n} · {name}", n=node, name=sample.name or "GPU"))
+
+
+def read_run_history(directory: str | os.PathLike, max_ticks: int | None = None) -> list[GpuSample]:
+    """A run's GPU history: its gpu.jsonl, and every node's file of a multi-node run (devices renumbered)."""
+    directory = Path(directory)
+    samples = read_history(directory / "gpu.jsonl", max_ticks)
+    for node, path in node_files(directory):
+        samples += [_on_node(s, node) for s in read_history(path, max_ticks)]
+    return samples
+
+
+class RunGpuTail:
+    """GpuHistoryTail over a run folder: gpu.jsonl, and each `gpu-node<N>.jsonl` as it appears."""
+
+    def __init__(self, directory: str | os.PathLike) -> None:
+        self.dir = Path(directory)
+        self._local = GpuHistoryTail(self.dir / "gpu.jsonl")
+        self._nodes: dict[int, GpuHistoryTail] = {}
+
+    def poll(self) -> list[GpuSample]:
+        samples = self._local.poll()
+        for node, path in node_files(self.dir):
+            tail = self._nodes.setdefault(node, GpuHistoryTail(path))
+            samples += [_on_node(s, node) for s in tail.poll()]
+        return samples
+
+
 class ReplayBackend:
     """Plays recorded ticks as if they were live GPUs, one tick per `sample()` call."""
 
