@@ -356,7 +356,8 @@ class DataScreen(StepScreen):
         from core.data import actions
 
         return actions.run(req.action, path, write=req.write, output=req.output, yes=req.yes,
-                           source_format=req.source_format, name=req.name, ws_root=ws.root, dataset_dir=ws.data_dir)
+                           source_format=req.source_format, name=req.name, holdout=req.holdout, ws_root=ws.root,
+                           dataset_dir=ws.data_dir)
 
     def _acted(self, req: DataActions.Requested, done) -> None:
         self.query_one(DataActions).show_result(done.lines, done.rows, error=done.error)

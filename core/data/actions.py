@@ -22,7 +22,7 @@ class ActionOutcome:
 
 
 def run(action: str, path: Path, *, write: bool, output: str = "", yes: bool = False, source_format: str = "auto",
-        name: str = "", ws_root: Path, dataset_dir: Path) -> ActionOutcome:
+        name: str = "", holdout: str = "", ws_root: Path, dataset_dir: Path) -> ActionOutcome:
     """Never raises for a problem the person can fix: the outcome says what went wrong."""
     from core.files.atomic import FileExistsRefused
     from core.data.convert import ConvertError
@@ -34,6 +34,8 @@ def run(action: str, path: Path, *, write: bool, output: str = "", yes: bool = F
             return _fix(path, _output(output, path, ws_root), write=write, yes=yes)
         if action == "convert":
             return _convert(path, _output(output, path, ws_root), write=write, source_format=source_format)
+        if action == "register" and holdout:
+            return _register_holdout(path, name, holdout, write=write, ws_root=ws_root, dataset_dir=dataset_dir)
         if action == "register":
             return _register(path, name, write=write, ws_root=ws_root, dataset_dir=dataset_dir)
     except (FixRefused, FileExistsRefused, ConvertError, RegisterError, OSError) as exc:
@@ -94,3 +96,31 @@ def _register(path: Path, name: str, *, write: bool, ws_root: Path, dataset_dir:
     return ActionOutcome([_("Registered \"{name}\" ({action}): {entry}", name=name, action=result.action,
                             entry=json.dumps(result.entry, ensure_ascii=False)),
                           _("Use dataset: {name} in the Config step.", name=name)], result=result)
+
+
+def _register_holdout(path: Path, name: str, holdout: str, *, write: bool, ws_root: Path,
+                      dataset_dir: Path) -> ActionOutcome:
+    """Register with a held-out split: the preview shows the split (rows each side), the write makes it."""
+    from core.data.holdout import EVAL_SUFFIX, Holdout, HoldoutError
+    from core.data.holdout_files import preview_holdout, register_with_holdout
+    from core.data.lint import lint_file
+
+    try:
+        share = Holdout.parse(holdout)
+        report = lint_file(path)
+        if write:
+            result = register_with_holdout(path, name, dataset_dir, share, ws_root=ws_root, report=report)
+            return ActionOutcome([_("Registered \"{name}\" ({action}) and \"{eval_name}\" ({eval_action}):",
+                                    name=name, action=result.train.action, eval_name=result.heldout.name,
+                                    eval_action=result.heldout.action)] + result.lines()
+                                 + [_("Use dataset: {name} in the Config step; it adds the held-out set for the "
+                                      "eval loss.", name=name)], result=result)
+        plan, files = preview_holdout(path, share, report)
+    except HoldoutError as exc:
+        return ActionOutcome([str(exc)], error=True)
+    lines = [_("Preview — nothing written yet. \"{name}\" ← {train}, \"{eval_name}\" ← {held}, in {info}:",
+               name=name, train=files.train.name, eval_name=name + EVAL_SUFFIX, held=files.heldout.name,
+               info=Path(dataset_dir) / "dataset_info.json"), plan.text()] + [f"  {n}" for n in plan.notes]
+    if report.errors:
+        lines.append(_("Lint errors: fix the file first, LLaMA-Factory would fail or drop rows."))
+    return ActionOutcome(lines, error=bool(report.errors))

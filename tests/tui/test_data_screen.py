@@ -189,3 +189,31 @@ async def test_a_steps_keys_work_wherever_the_focus_is(ws):
         await pilot.press("f", "l")
         assert field.value == "fl"
         assert screen.query_one("#data-tabs", TabbedContent).active == "tab-actions"
+
+
+async def test_register_with_a_held_out_share_previews_the_split_then_writes_it(ws):
+    from core.data.fix import fix_file
+
+    clean = ws.data_dir / "support_clean.jsonl"
+    fix_file(ws.data_dir / "support_messy.jsonl", clean, yes=True)
+    app = DevtuneApp(ws, watch_terminal=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, DataScreen) and app.screen.is_mounted)
+        screen = app.screen
+        screen.open_file(clean)
+        await wait_until(pilot, lambda: screen.report is not None)
+        actions = screen.query_one(DataActions)
+        result = lambda: str(actions.query_one("#actions-result", Static).render())  # noqa: E731
+        actions.query_one("#register-holdout", Input).value = "0.2"
+        await pilot.press("g")  # preview: the split, nothing written
+        await wait_until(pilot, lambda: "23 rows to train, 6 held out of 29" in result())
+        assert "Preview" in result() and not (ws.data_dir / "support_clean.train.jsonl").exists()
+        actions.query_one("#register-write", Button).press()
+        await wait_until(pilot, lambda: "Registered" in result())
+        info = json.loads((ws.data_dir / "dataset_info.json").read_text())
+        assert info["support"] == {"file_name": "support_clean.train.jsonl"}
+        assert info["support_eval"] == {"file_name": "support_clean.heldout.jsonl"}
+        await wait_until(pilot, lambda: app.state.dataset_name == "support")
+        actions.query_one("#register-holdout", Input).value = "0.9"
+        await pilot.press("g")
+        await wait_until(pilot, lambda: "at most 0.5" in result())

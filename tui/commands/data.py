@@ -67,6 +67,9 @@ def register(sub, add_common) -> list[str]:
     reg.add_argument("--force", action="store_true",
                      help=_("register despite lint errors, or re-point a name registered for another file"))
     reg.add_argument("--json", action="store_true", help=_("print the result as JSON"))
+    from tui.commands.data_holdout import add_holdout_arguments
+
+    add_holdout_arguments(reg)
     reg.set_defaults(handler=run_register)
 
     stats = dsub.add_parser("stats", help=_("rows, lengths, tokens, share above cutoff_len, duplicates, languages"))
@@ -321,6 +324,10 @@ def run_register(args) -> int:
     refused = _refused_input(path)
     if refused is not None:
         return refused
+    if args.holdout is not None:
+        from tui.commands.data_holdout import run_register_holdout
+
+        return run_register_holdout(args, ws, path, ddir)
     try:
         result = register_dataset(path, args.name, ddir, ws_root=ws.root, force=args.force)
     except RegisterRefused as exc:

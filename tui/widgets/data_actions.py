@@ -74,6 +74,7 @@ class DataActions(VerticalScroll):
         yes: bool = False
         source_format: str = "auto"
         name: str = ""
+        holdout: str = ""  # register: the held-out share or row count ("" = none)
 
     def compose(self) -> ComposeResult:
         yield Static(_("Fix into a new file (the safe fixes; tick the box for the others)"), classes="actions-title")
@@ -93,6 +94,8 @@ class DataActions(VerticalScroll):
         yield Static(_("Register in data/dataset_info.json"), classes="actions-title")
         with Horizontal():
             yield titled(Input(placeholder=_("dataset name"), id="register-name"), _("dataset name"))
+            yield titled(Input(placeholder=_("none; 0.1 or 20 rows"), id="register-holdout"),
+                         _("held-out share (eval)"))
             yield Button(_("Preview"), id="register-preview")
             yield Button(_("Register"), id="register-write", variant="primary")
         yield Static(_("Choose Preview to see the result before anything is written."), id="actions-result",
@@ -121,7 +124,8 @@ class DataActions(VerticalScroll):
             output=self.query_one(f"#{action}-output", Input).value.strip() if action != "register" else "",
             yes=self.query_one("#fix-yes", Checkbox).value,
             source_format=str(self.query_one("#convert-from", Select).value),
-            name=self.query_one("#register-name", Input).value.strip()))
+            name=self.query_one("#register-name", Input).value.strip(),
+            holdout=self.query_one("#register-holdout", Input).value.strip()))
 
     def show_result(self, lines: list[str], rows: list[dict] | None = None, *, error: bool = False) -> None:
         box = self.query_one("#actions-result", Static)
