@@ -34,6 +34,7 @@ def _labels() -> dict[str, str]:
         "lora_rank": _("LoRA rank"), "lora_alpha": _("LoRA alpha"), "lora_dropout": _("LoRA dropout"),
         "lora_target": _("LoRA targets"), "additional_target": _("also train (full)"),
         "dataset": _("dataset(s)"), "cutoff_len": _("cutoff_len (tokens)"), "val_size": _("validation split"),
+        "eval_dataset": _("held-out set (eval loss)"), "eval_steps": _("eval every (steps)"),
         "max_samples": _("max samples"), "per_device_train_batch_size": _("batch per device"),
         "gradient_accumulation_steps": _("gradient accumulation"), "learning_rate": _("learning rate"),
         "num_train_epochs": _("epochs"), "max_steps": _("max steps (overrides)"),
@@ -174,7 +175,17 @@ class ConfigScreen(StepScreen):
             if isinstance(exc, ImportProblem):
                 note = _("{path} cannot be read ({error}): the form starts from the {name} preset; saving "
                          "replaces the file only when asked twice", path=path, error=str(exc), name=name)
-        return spec, path, found, registered, note
+        wired = ConfigScreen._wire_eval(job, ws, spec)
+        if wired.eval_dataset != spec.eval_dataset and note is None:
+            note = _("held-out set {names} found: the eval loss is added to the form; save (F5) to train with it",
+                     names=", ".join(wired.eval_dataset))
+        return wired, path, found, registered, note
+
+    @staticmethod
+    def _wire_eval(job: Job, ws, spec: TrainSpec, old: TrainSpec | None = None) -> TrainSpec:
+        from core.config.eval_loss import wire_eval_loss
+
+        return wire_eval_loss(ws, spec, old)
 
     def _loaded(self, loaded: tuple) -> None:
         spec, path, found, registered, note = loaded
@@ -216,6 +227,10 @@ class ConfigScreen(StepScreen):
                 self.spec = preset_spec(str(name), self.spec.dataset or None)
                 form.set_values({**form_values(self.spec)})
                 self.request_preview()
+                preset = self.spec
+                self.run_background(self._wire_eval, self.ws, preset, group="config-eval",
+                                    description=_("looking for the datasets' held-out sets"),
+                                    done=lambda wired: self._eval_wired(preset, wired))
             return
         old = self.spec
         new, errors = spec_from_form(self.spec, form.values())
@@ -225,11 +240,24 @@ class ConfigScreen(StepScreen):
             self.spec = new
             self._force_save = False
             self.request_preview()
+            if event.key == "dataset" and new.dataset != old.dataset:
+                self.run_background(self._wire_eval, self.ws, new, old, group="config-eval",
+                                    description=_("looking for the datasets' held-out sets"),
+                                    done=lambda wired: self._eval_wired(new, wired))
             if event.key == "model_name_or_path" and new.model_name_or_path != old.model_name_or_path:
                 self.run_background(self._suggest_template, self.ws, self.catalog, old.model_name_or_path,
                                     new.model_name_or_path, new.template, group="config-template",
                                     description=_("looking up the model's template"),
                                     done=lambda template: self._set_template(new.model_name_or_path, template))
+
+    def _eval_wired(self, asked: TrainSpec, wired: TrainSpec) -> None:
+        """The eval set follows the datasets (unless the form changed again meanwhile)."""
+        if self.spec is not asked or wired.model_dump() == asked.model_dump():
+            return
+        self.spec = wired
+        self.query_one(FieldForm).set_values({k: v for k, v in form_values(wired).items()
+                                              if k in ("eval_dataset", "eval_steps")})
+        self.request_preview()
 
     @staticmethod
     def _suggest_template(job: Job, ws, catalog, old_model: str, new_model: str, current: str | None) -> str | None:

@@ -40,6 +40,8 @@ FIELDS: tuple[FormField, ...] = (
     FormField("dataset", "list", "data"),
     FormField("cutoff_len", "int", "data"),
     FormField("val_size", "float", "data"),
+    FormField("eval_dataset", "list", "data"),
+    FormField("eval_steps", "int", "data"),
     FormField("max_samples", "int", "data"),
     FormField("per_device_train_batch_size", "int", "train"),
     FormField("gradient_accumulation_steps", "int", "train"),
@@ -102,6 +104,8 @@ def placeholder(key: str) -> str:
     default = LF_DEFAULTS.get(key)
     if key == "lora_alpha":
         return _("2 × rank")
+    if key == "eval_steps":
+        return _("= logging steps")
     if default is None or default == "":
         return ""
     return _("default {value}", value=default)
@@ -134,6 +138,15 @@ def _convert(f: FormField, raw: Any) -> Any:
     return text
 
 
+def _eval_follows(data: dict[str, Any], base: TrainSpec) -> None:
+    """Clearing the eval set turns the eval loss off (eval_strategy: no, so it is not wired again); naming
+    one turns it on."""
+    if not data.get("eval_dataset"):
+        data.update(eval_strategy="no", eval_steps=None, per_device_eval_batch_size=None)
+    elif data.get("eval_strategy") in (None, "no"):
+        data["eval_strategy"] = "steps"
+
+
 def spec_from_form(base: TrainSpec, values: dict[str, Any]) -> tuple[TrainSpec | None, dict[str, str]]:
     """A new spec from `base` with the form's values; (None, {field: message}) when some are invalid."""
     errors: dict[str, str] = {}
@@ -157,6 +170,8 @@ def spec_from_form(base: TrainSpec, values: dict[str, Any]) -> tuple[TrainSpec |
             data[key] = val
     if (data.get("zero_stage"), data.get("offload")) != (base.zero_stage, base.offload):
         data["deepspeed"] = None  # a new ZeRO choice: devtune's own JSON for it
+    if data.get("eval_dataset") != base.eval_dataset:
+        _eval_follows(data, base)
     if data.get("finetuning_type") != "qlora":
         # the 4/8-bit choice belongs to QLoRA; other methods keep what they had (an imported HQQ/OFT setup)
         keep = base.finetuning_type != "qlora"

@@ -48,7 +48,7 @@ LF_DEFAULTS: dict[str, Any] = {
     "gradient_accumulation_steps": 1, "learning_rate": 5e-05, "num_train_epochs": 3.0, "max_steps": -1,
     "lr_scheduler_type": "linear", "warmup_ratio": None, "warmup_steps": 0, "max_grad_norm": 1.0,
     "bf16": False, "fp16": False, "pure_bf16": False, "resume_from_checkpoint": None, "val_size": 0.0,
-    "per_device_eval_batch_size": 8, "eval_strategy": "no", "eval_steps": None,
+    "per_device_eval_batch_size": 8, "eval_strategy": "no", "eval_steps": None, "eval_dataset": None,
     "adapter_name_or_path": None, "ref_model": None, "pref_beta": 0.1, "pref_ftx": 0.0, "pref_loss": "sigmoid",
     "simpo_gamma": 0.5, "kto_chosen_weight": 1.0, "kto_rejected_weight": 1.0,
 }
@@ -162,6 +162,7 @@ class TrainSpec(BaseModel):
     resume_from_checkpoint: str | None = None
 
     # eval
+    eval_dataset: list[str] = Field(default_factory=list)  # held-out sets (N_eval, core.config.eval_loss)
     val_size: float | None = Field(None, ge=0.0)
     per_device_eval_batch_size: int | None = Field(None, ge=1)
     eval_strategy: str | None = None
@@ -171,7 +172,7 @@ class TrainSpec(BaseModel):
     extra: dict[str, Any] = Field(default_factory=dict)
     launch: Launch = Field(default_factory=Launch)
 
-    @field_validator("dataset", mode="before")
+    @field_validator("dataset", "eval_dataset", mode="before")
     @classmethod
     def _split_datasets(cls, value: Any) -> Any:
         if isinstance(value, str):
@@ -217,7 +218,7 @@ def value(spec: TrainSpec, key: str) -> Any:
     if key in spec.extra:
         return spec.extra[key]
     got = getattr(spec, key, None) if key in TrainSpec.model_fields else None
-    if got is None or (key == "dataset" and not got):
+    if got is None or (key in ("dataset", "eval_dataset") and not got):
         return LF_DEFAULTS.get(key)
     return got
 

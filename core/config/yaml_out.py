@@ -29,7 +29,7 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("train", ("per_device_train_batch_size", "gradient_accumulation_steps", "learning_rate", "num_train_epochs",
                "max_steps", "lr_scheduler_type", "warmup_ratio", "warmup_steps", "max_grad_norm", "bf16", "fp16",
                "pure_bf16", "resume_from_checkpoint")),
-    ("eval", ("val_size", "per_device_eval_batch_size", "eval_strategy", "eval_steps")),
+    ("eval", ("eval_dataset", "val_size", "per_device_eval_batch_size", "eval_strategy", "eval_steps")),
 )
 MODELED_KEYS: frozenset[str] = frozenset(k for _, keys in SECTIONS for k in keys)
 
@@ -42,7 +42,7 @@ EXTRA_SECTION = {
     "use_llama_pro": "method",
     "overwrite_cache": "dataset", "dataloader_num_workers": "dataset", "streaming": "dataset",
     "mix_strategy": "dataset", "train_on_prompt": "dataset", "mask_history": "dataset", "neat_packing": "dataset",
-    "tokenized_path": "dataset", "eval_dataset": "eval",
+    "tokenized_path": "dataset", "eval_on_each_dataset": "eval",
     "save_only_model": "output", "save_total_limit": "output", "logging_dir": "output", "run_name": "output",
     "ddp_timeout": "train", "seed": "train", "weight_decay": "train", "optim": "train", "adam_beta2": "train",
     "gradient_checkpointing": "train",
@@ -62,6 +62,7 @@ def _modeled(spec: TrainSpec) -> dict[str, Any]:
     raw = spec.model_dump(exclude={"extra", "launch", "preset", "precision", "zero_stage", "offload"})
     raw["deepspeed"] = deepspeed_path(spec)
     raw["dataset"] = ",".join(spec.dataset) if spec.dataset else None
+    raw["eval_dataset"] = ",".join(spec.eval_dataset) if spec.eval_dataset else None
     if spec.finetuning_type == "qlora":
         raw["finetuning_type"] = "lora"
         raw["quantization_bit"] = spec.quantization_bit or 4

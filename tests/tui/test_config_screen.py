@@ -140,3 +140,18 @@ async def test_choosing_a_preset_fills_the_form(demo_ws, config_only):
         assert form.values()["launch.nnodes"] == "2"
         await wait_until(pilot, lambda: form.query_one("#field-launch-master-addr-row").has_class("-invalid") or
                          any("MASTER_ADDR" in m for _, m, _ in screen.query_one(FindingsView).items))
+
+
+async def test_a_held_out_set_is_wired_for_the_eval_loss_and_follows_the_dataset(demo_ws, config_only):
+    register_dataset(demo_ws, "support_eval", rows=[{"instruction": "h", "input": "", "output": "a"}])
+    register_dataset(demo_ws, "faq")
+    app = DevtuneApp(demo_ws, watch_terminal=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await started(pilot, app)
+        await wait_until(pilot, lambda: "eval_dataset: support_eval" in preview_text(screen, "yaml"))
+        assert "eval_strategy: steps" in preview_text(screen, "yaml")
+        assert screen.query_one(FieldForm).values()["eval_dataset"] == "support_eval"
+        await set_field(pilot, screen, "dataset", "faq")  # faq has no held-out set: the eval set goes with support
+        await wait_until(pilot, lambda: "eval_dataset" not in preview_text(screen, "yaml")
+                         and "dataset: faq" in preview_text(screen, "yaml"))
+        assert screen.query_one(FieldForm).values()["eval_dataset"] == ""

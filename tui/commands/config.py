@@ -195,6 +195,10 @@ def run_init(args) -> int:
             state = ws.load_state()
             spec = preset_spec(name, [state.dataset_name] if state.dataset_name else None)
         spec, changed = _overrides(args, spec)
+        if not (args.from_yaml and ws.abs(out_path).resolve() == ws.abs(args.from_yaml).resolve() and not changed):
+            from core.config.eval_loss import wire_eval_loss
+
+            spec = wire_eval_loss(ws, spec)  # the held-out set of the dataset, for the eval loss
         if args.from_yaml and ws.abs(out_path).resolve() == ws.abs(args.from_yaml).resolve() and not changed:
             record_sidecar(ws, spec, out_path)  # the person's own file, adopted as it is
             adopted = True
@@ -289,7 +293,7 @@ def _print_findings(findings, *, brief: bool = False) -> None:
 
     marks = {"error": _("error"), "warning": _("warning"), "info": _("info")}
     for f in findings:
-        if brief and f.severity == "info" and not f.code.startswith("fit."):
+        if brief and f.severity == "info" and not f.code.startswith(("fit.", "eval.")):
             continue
         print(f"  [{marks[f.severity]}] {f.message}")
         if f.fix:
