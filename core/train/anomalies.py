@@ -8,7 +8,11 @@
 - oscillation: the loss swings up and down by a large share of its level (the guide's MI300X
   symptom, LlamaFactory#7890 — try a lower learning rate, more warmup, bf16);
 - throughput collapse: the steps per second fall far below the run's own median (thermal or power
-  throttling, another job on the GPU, swapping, a slow disk while saving).
+  throttling, another job on the GPU, swapping, a slow disk while saving);
+- overfitting: the eval loss (on the held-out set, core.config.eval_loss) has risen since its lowest
+  point for at least two evaluations, by more than OVERFIT_MARGIN of it, while the training loss kept
+  falling by more than that: the model memorises its rows. The warning names the step of the lowest
+  eval loss (where to stop) and what to change (fewer epochs, a lower learning rate, more data).
 
 `AnomalyDetector` is fed point by point (it is cheap enough for a 100k-line log read at re-attach:
 the window checks run every few points). `events` holds every anomaly once, at its first step;
@@ -25,14 +29,26 @@ from statistics import median
 from core.i18n import _
 
 ERROR, WARNING = "error", "warning"
+OVERFIT_MARGIN = 0.03  # the eval loss up, and the training loss down, by more than 3% since the lowest eval loss
+TRAIN_LEVEL_POINTS = 5  # the training loss at an evaluation: the mean of the last few logged values
 
 
 @dataclass(frozen=True)
 class Anomaly:
-    id: str  # loss_nan, loss_inf, loss_zero, grad_norm_nan, no_decrease, diverging, oscillation, throughput_collapse
+    id: str  # loss_nan, loss_inf, loss_zero, grad_norm_nan, no_decrease, diverging, oscillation, throughput_collapse,
+    #          overfitting
     step: int
     severity: str
     message: str
+    stop_at: int | None = None  # overfitting: the step of the lowest eval loss
+
+
+@dataclass(frozen=True, slots=True)
+class EvalPoint:
+    step: int
+    loss: float
+    train_loss: float | None  # the training loss level when it was measured
+    epoch: float | None
 
 
 class AnomalyDetector:
@@ -46,6 +62,7 @@ class AnomalyDetector:
         self._losses: deque[float] = deque(maxlen=max(window, oscillation_window))
         self._rates: deque[float] = deque(maxlen=200)
         self._n = 0
+        self.evals: list[EvalPoint] = []
 
     # ------------------------------------------------------------------ feeding
     def feed_loss(self, step: int, value: float) -> list[Anomaly]:
@@ -92,6 +109,40 @@ class AnomalyDetector:
                 step=step))
         self.active.pop("throughput_collapse", None)
         return []
+
+    def feed_eval_loss(self, step: int, value: float, epoch: float | None = None) -> list[Anomaly]:
+        """An eval loss; a step at or before the last one replaces the evaluations from there (a resume)."""
+        if not math.isfinite(value):
+            return []
+        while self.evals and self.evals[-1].step >= step:
+            self.evals.pop()
+        recent = list(self._losses)[-TRAIN_LEVEL_POINTS:]
+        self.evals.append(EvalPoint(step, value, sum(recent) / len(recent) if recent else None, epoch))
+        return self._check_overfitting(step)
+
+    def _check_overfitting(self, step: int) -> list[Anomaly]:
+        verdict = overfitting(self.evals)
+        if verdict is None:
+            self.active.pop("overfitting", None)
+            return []
+        best, last = verdict
+        epochs = ""
+        if best.epoch is not None:
+            epochs = _(" (num_train_epochs {n})", n=f"{max(best.epoch, 0.1):.2g}")
+        message = _(
+            "overfitting: the eval loss rose from {best} at step {best_step} to {now} at step {step} while the training "
+            "loss fell from {train_then} to {train_now}; the model is memorising its rows. Stop at step {best_step}, the "
+            "lowest eval loss (its checkpoint, if one was saved there), or train again with fewer epochs{epochs}, a "
+            "lower learning_rate, or more data", best=_fmt(best.loss), best_step=best.step, now=_fmt(last.loss),
+            step=last.step, train_then=_fmt(best.train_loss), train_now=_fmt(last.train_loss), epochs=epochs)
+        held = self.active.get("overfitting")
+        if held is not None and held.stop_at == best.step:  # still the same verdict: its numbers follow
+            self.active["overfitting"] = Anomaly("overfitting", held.step, WARNING, message, best.step)
+            return []
+        anomaly = Anomaly("overfitting", step, WARNING, message, best.step)
+        self.active["overfitting"] = anomaly
+        self.events.append(anomaly)
+        return [anomaly]
 
     def forget_after_resume(self) -> None:
         """A resumed run starts its windows afresh (the steps after the checkpoint are redone)."""
@@ -162,6 +213,20 @@ class AnomalyDetector:
 
 def _fmt(value: float) -> str:
     return f"{value:.4g}"
+
+
+def overfitting(evals: list[EvalPoint], margin: float = OVERFIT_MARGIN) -> tuple[EvalPoint, EvalPoint] | None:
+    """(the lowest evaluation, the last) when the eval loss has risen since its lowest point for two
+    evaluations or more, by more than `margin` of it, while the training loss fell by more than `margin`."""
+    if len(evals) < 3:
+        return None
+    at = min(range(len(evals)), key=lambda i: evals[i].loss)  # the first of equals
+    best, last = evals[at], evals[-1]
+    if len(evals) - at - 1 < 2 or last.loss - best.loss <= margin * abs(best.loss):
+        return None
+    if best.train_loss is None or last.train_loss is None or last.train_loss >= best.train_loss * (1 - margin):
+        return None
+    return best, last
 
 
 @dataclass(frozen=True)

@@ -332,6 +332,7 @@ class RunMetrics:
                 self._epochs.append((r.epoch, r.step))
         if r.eval_loss is not None:
             self.eval_loss.add(r.step, r.eval_loss)
+            found += self.detector.feed_eval_loss(r.step, r.eval_loss, r.epoch)
         if r.lr is not None:
             self.lr.add(r.step, r.lr)
         if r.elapsed_s is not None and r.loss is not None:

@@ -205,3 +205,17 @@ def test_partial_block_index_still_gives_exact_ranges():
     index.update(ys, max_blocks=100)  # only the first 6,400 points indexed so far
     assert len(index.mins) == 100
     assert column_ranges(xs, ys, 0, 49_999, 50, index=index) == column_ranges(xs, ys, 0, 49_999, 50)
+
+
+async def test_chart_names_the_lowest_eval_loss_of_an_overfitting_run():
+    app = Host()
+    async with app.run_test(size=(140, 40)) as pilot:
+        chart = app.query_one(LossChart)
+        m = metrics("lf_eval_overfit")  # a held-out set on the memorising demo: lowest at step 50, then rising
+        chart.set_data(loss=(m.loss.xs, m.loss.ys), eval_loss=(m.eval_loss.xs, m.eval_loss.ys))
+        await wait_until(pilot, lambda: "eval loss 7.855 (lowest 6.234 at step 50)" in chart_text(chart))
+        m = metrics("lf_eval_falling")  # still falling: the last is the lowest, nothing more to say
+        chart.clear()
+        chart.set_data(loss=(m.loss.xs, m.loss.ys), eval_loss=(m.eval_loss.xs, m.eval_loss.ys))
+        await wait_until(pilot, lambda: "eval loss 6.918" in chart_text(chart))
+        assert "lowest" not in chart_text(chart)

@@ -238,7 +238,7 @@ class ChartRaster:
         if d.smoothed[1]:
             parts.append((f"━ {_('smoothed')} {_fmt(d.smoothed[1][-1])}  ", "smooth"))
         if d.eval_loss[1]:
-            parts.append((f"━ {_('eval loss')} {_fmt(d.eval_loss[1][-1])}  ", "eval"))
+            parts.append((f"━ {_('eval loss')} {_fmt(d.eval_loss[1][-1])}{_lowest(d.eval_loss)}  ", "eval"))
         if d.lr[1]:
             parts.append((f"━ {_('learning rate')} {_fmt(d.lr[1][-1])} ({_('right axis')})  ", "lr"))
         if d.resumes:
@@ -251,6 +251,18 @@ class ChartRaster:
             out.append((text, layer))
             used += len(text)
         return out
+
+
+def _lowest(points: Points) -> str:
+    """" (lowest 1.23 at step 400)" when the eval loss has been lower than it is now (the step to stop at)."""
+    xs, ys = points
+    n = min(len(xs), len(ys))
+    if n < 2:
+        return ""
+    at = min(range(n), key=ys.__getitem__)
+    if ys[at] >= ys[n - 1]:
+        return ""
+    return " (" + _("lowest {value} at step {step}", value=_fmt(ys[at]), step=_step(xs[at])) + ")"
 
 
 def _vrun(cells: bytearray, col: int, top: int, bottom: int, pw: int) -> None:
