@@ -1,5 +1,5 @@
 """Which rows `devtune eval` asks: every row of the held-out set (`N_eval`, registered beside `N` by
-`devtune data register FILE --name N --holdout F`) and a seeded sample of `--train-sample K` training rows of `N`.
+`devtune data register FILE --name N --holdout F`, found through core.data.holdout) and a seeded sample of `--train-sample K` training rows of `N`.
 
 The rows are read as LLaMA-Factory reads them (core.serve.verify's reader: alpaca instruction + input, or the
 conversation's last user turn, with the turns before it as history). Without a held-out set the training sample
@@ -18,7 +18,6 @@ from core.workspace.layout import Workspace
 
 HELDOUT, TRAIN = "heldout", "train"
 DEFAULT_TRAIN_SAMPLE = 20
-EVAL_SUFFIX = "_eval"
 
 
 class EvalInputError(Exception):
@@ -39,15 +38,16 @@ class EvalQuestions:
 
 
 def heldout_name(ws: Workspace, dataset: str, dataset_dir: Path) -> str | None:
-    """The registered held-out set of `dataset` (`<dataset>_eval` in dataset_info.json), or None."""
-    from core.data.register import RegisterError, read_dataset_info
+    """The registered held-out set of `dataset` (`<dataset>_eval`, core.data.holdout's), or None."""
+    from core.data.holdout import heldout_for
+    from core.data.holdout import heldout_name as registered_heldout
 
-    try:
-        info = read_dataset_info(dataset_dir)
-    except RegisterError as exc:
-        raise EvalInputError(str(exc)) from exc
-    name = dataset + EVAL_SUFFIX
-    return name if isinstance(info.get(name), dict) else None
+    name = registered_heldout(dataset_dir, dataset)
+    if name and heldout_for(ws, dataset, dataset_dir) is None:
+        raise EvalInputError(_("the held-out set {name} is registered but its file is gone; register {dataset} again "
+                               "with `devtune data register FILE --name {dataset} --holdout 0.1`", name=name,
+                               dataset=dataset))
+    return name
 
 
 def sample(questions: list[Question], k: int, seed: int) -> list[Question]:

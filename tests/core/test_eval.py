@@ -47,7 +47,11 @@ def test_without_a_held_out_set_only_training_rows(workspace):
     with pytest.raises(EvalInputError, match="dataset nope is not in"):
         eval_questions(workspace, "nope")
     (workspace.data_dir / "dataset_info.json").write_text("{broken")
-    with pytest.raises(EvalInputError, match="dataset_info.json:1:2: invalid JSON"):
+    with pytest.raises(EvalInputError, match="dataset_info.json is not valid JSON"):
+        eval_questions(workspace, "qa")
+    _dataset(workspace)
+    (workspace.data_dir / "qa.heldout.jsonl").unlink()
+    with pytest.raises(EvalInputError, match="qa_eval is registered but its file is gone"):
         eval_questions(workspace, "qa")
 
 

