@@ -293,7 +293,8 @@ class TrainScreen(StepScreen):
 
     @staticmethod
     def _stop(job: Job, ws, run_id: str) -> str:
-        from core.train.runs import status_label, stop_run
+        from core.train.run_control import stop_run
+        from core.train.runs import status_label
 
         final = stop_run(ws, run_id, progress=job.report)
         return _("run {id}: {status}", id=final.id, status=status_label(final.status))
@@ -307,7 +308,8 @@ class TrainScreen(StepScreen):
 
     @staticmethod
     def _resume(job: Job, ws, run_id: str):
-        from core.train.runs import RunError, resume_run
+        from core.train.run_control import resume_run
+        from core.train.runs import RunError
 
         try:
             return resume_run(ws, run_id)

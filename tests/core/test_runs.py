@@ -8,8 +8,9 @@ import sys
 import psutil
 import pytest
 
+from core.train.run_control import stop_run
 from core.train.runs import (ProcessRef, RunError, RunStatus, find_run, last_checkpoint, list_runs, refresh, run_dir,
-                       start_run, stop_run)
+                             start_run)
 from tests import processes
 
 TRAINER = r"""

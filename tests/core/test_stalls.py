@@ -112,7 +112,8 @@ def test_monitor_shows_a_live_stall_with_the_stack_in_text_and_json(tmp_path, mo
     """A real detached run (devtune's supervisor) whose trainer hangs after three steps."""
     import core.train.stalls as stalls
     import core.train.watch as watch
-    from core.train.runs import refresh, run_dir, start_run, stop_run
+    from core.train.run_control import stop_run
+    from core.train.runs import refresh, run_dir, start_run
     from core.train.watch import RunWatcher, monitor_report
     from core.workspace.layout import Workspace
 

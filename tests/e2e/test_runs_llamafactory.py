@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from core.train.runs import RunStatus, refresh, resume_run, run_dir, start_run, stop_run
+from core.train.run_control import resume_run, stop_run
+from core.train.runs import RunStatus, refresh, run_dir, start_run
 from tests.processes import wait
 
 LF = str(Path(sys.executable).parent / "llamafactory-cli")

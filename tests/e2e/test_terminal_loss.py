@@ -28,7 +28,8 @@ from pathlib import Path
 import pytest
 
 from core.setup.demo import seed_demo
-from core.train.runs import list_runs, refresh, run_dir, start_run, stop_run
+from core.train.run_control import stop_run
+from core.train.runs import list_runs, refresh, run_dir, start_run
 from core.workspace.layout import Workspace
 from core.workspace.state import WizardState
 from tests.pty_session import PtySession, cpu_seconds

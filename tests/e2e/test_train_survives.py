@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from core.train.runs import RunStatus, find_run, list_runs, stop_run
+from core.train.run_control import stop_run
+from core.train.runs import RunStatus, find_run, list_runs
 from tests.processes import wait
 
 DEVTUNE = str(Path(sys.executable).parent / "devtune")

@@ -98,7 +98,8 @@ def _pad(text: str, width: int) -> str:
 
 
 def run_stop(args) -> int:
-    from core.train.runs import RunError, find_run, status_label, stop_run
+    from core.train.run_control import stop_run
+    from core.train.runs import RunError, find_run, status_label
 
     ws = workspace(args)
     try:
@@ -127,7 +128,8 @@ def run_train(args) -> int:
 
 
 def run_resume(args) -> int:
-    from core.train.runs import RunError, find_run, resume_run
+    from core.train.run_control import resume_run
+    from core.train.runs import RunError, find_run
 
     ws = workspace(args)
     try:
