@@ -45,7 +45,7 @@ def _labels() -> dict[str, str]:
         "launch.nnodes": _("nodes"), "launch.master_addr": _("node 0 address"),
         "launch.master_port": _("node 0 port"), "launch.launcher": _("launcher"),
         "launch.partition": _("Slurm partition"), "launch.account": _("Slurm account"),
-        "launch.time_limit": _("Slurm time limit"), "launch.sbatch_extra": _("more #SBATCH lines (; between)"), "zero_stage": _("DeepSpeed ZeRO"), "offload": _("CPU offload"),
+        "launch.time_limit": _("Slurm time limit"), "launch.sbatch_extra": _("extra #SBATCH (a; b)"), "zero_stage": _("DeepSpeed ZeRO"), "offload": _("CPU offload"),
         "output_dir": _("output_dir (saves/...)"), "overwrite_output_dir": _("start over (no resume)"),
         "resume_from_checkpoint": _("resume from checkpoint"),
     }
@@ -79,7 +79,7 @@ def _options(key: str) -> list[tuple[str, str]]:
     if key == "launch.device":
         return [(_("GPU"), "gpu"), (_("CPU (tiny model)"), "cpu")]
     if key == "launch.launcher":
-        return [(_("this machine / commands per node"), "local"), (_("Slurm (sbatch)"), "slurm")]
+        return [(_("this machine / by hand"), "local"), (_("Slurm (sbatch)"), "slurm")]
     if key == "launch.gpu_model":
         return [(f"{g.name} ({g.memory_bytes / GIB:.0f} GiB)", g.id) for g in CATALOG]
     if key == "zero_stage":
