@@ -143,8 +143,39 @@ def dump_stack(pid: int, timeout: float = 20.0) -> str:
     return _("py-spy could not read process {pid}: {error}", pid=pid, error=text[-300:])
 
 
+# Launchers in a trainer's tree: they only wait for the ranks they started, so their stacks say nothing. A
+# process is skipped as one only when its command line names one of these AND it has started other Python
+# programs; any other Python process is dumped (a stack too many costs less than the hung rank missed).
+LAUNCHERS = ("torchrun", "torch.distributed.run", "torch.distributed.launch", "torch/distributed/run.py",
+             "llamafactory-cli", "deepspeed", "accelerate", "mpirun", "srun")
+
+
+def _is_python(p) -> bool:
+    try:
+        return "python" in os.path.basename(p.exe() or p.name()).lower()
+    except Exception:  # psutil's NoSuchProcess / AccessDenied / ZombieProcess
+        return False
+
+
+def _is_worker(p, parent) -> bool:
+    """A data-loader (multiprocessing) worker of its parent: forked with the same command line, or started
+    by multiprocessing's spawn / forkserver."""
+    try:
+        cmd = p.cmdline()
+        if any("multiprocessing" in part for part in cmd):
+            return True
+        return parent is not None and cmd == parent.cmdline()
+    except Exception:
+        return False
+
+
 def training_processes(pid: int) -> list[int]:
-    """The processes that run the training loop: the Python leaves of the trainer's tree (each rank)."""
+    """The processes that run the training loop: every Python process of the trainer's tree that is a rank,
+    that is neither a launcher (torchrun's elastic agent, llamafactory-cli starting torchrun, DeepSpeed's
+    launcher) nor a data-loader worker of a rank (its rank's stack shows it waiting on that worker).
+
+    llamafactory-cli -> torchrun -> rank 0, rank 1 -> their workers gives the two ranks; a single-process run
+    with workers gives that process."""
     import psutil
 
     try:
@@ -152,14 +183,31 @@ def training_processes(pid: int) -> list[int]:
         tree = [root] + root.children(recursive=True)
     except psutil.NoSuchProcess:
         return []
-    leaves = []
+    ranks = []
     for p in tree:
-        try:
-            if not p.children() and "python" in os.path.basename(p.exe() or p.name()).lower():
-                leaves.append(p.pid)
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
+        if not _is_python(p):
             continue
-    return leaves or [pid]
+        try:
+            parent = p.parent() if p.pid != pid else None
+            children = [c for c in p.children() if _is_python(c)]
+            command = " ".join(p.cmdline())
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+        if parent is not None and _is_python(parent) and _is_worker(p, parent):
+            continue
+        programs = [c for c in children if not _is_worker(c, p)]  # Python children that are not its workers
+        if programs and any(name in command for name in LAUNCHERS):
+            continue
+        ranks.append(p.pid)
+    return ranks or [pid]
+
+
+def dump_stacks(pids: list[int]) -> dict[int, str]:
+    """py-spy dump of each process, side by side (a hung rank can take py-spy its full timeout)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(8, max(1, len(pids)))) as pool:
+        return dict(zip(pids, pool.map(dump_stack, pids)))
 
 
 def check_stall(trainer_log: Path, trainer_pid: int | None, samples_by_tick: list[list] | None = None, *,
@@ -169,5 +217,5 @@ def check_stall(trainer_log: Path, trainer_pid: int | None, samples_by_tick: lis
         return None
     stall = no_step_stall(trainer_log, now) or gpus_idle_stall(samples_by_tick or [], now)
     if stall is not None and with_stacks:
-        stall.stacks = {pid: dump_stack(pid) for pid in training_processes(trainer_pid)}
+        stall.stacks = dump_stacks(training_processes(trainer_pid))
     return stall

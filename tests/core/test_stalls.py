@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from core.train.gpu.sample import GpuSample
-from core.train.stalls import (MIN_STALL_SECONDS, check_stall, dump_stack, gpus_idle_stall, no_step_stall, py_spy,
-                               step_interval)
+from core.train.stalls import (MIN_STALL_SECONDS, check_stall, dump_stack, dump_stacks, gpus_idle_stall, no_step_stall,
+                               py_spy, step_interval, training_processes)
 
 # A tiny trainer that logs three steps as LLaMA-Factory does, then hangs in a "collective" that never returns.
 HANGING_TRAINER = r"""
@@ -146,3 +146,63 @@ def test_monitor_shows_a_live_stall_with_the_stack_in_text_and_json(tmp_path, mo
             assert "all_reduce_that_never_returns" in stack and "all_reduce_that_never_returns" in text
     finally:
         stop_run(ws, record.id, graceful_timeout=1, term_timeout=2)
+
+
+# A rank as LLaMA-Factory's are: a forked data-loader worker (as torch's DataLoader starts them), then a hang in
+# the "collective". Started by the real torchrun, it makes launcher -> rank -> worker.
+RANK_WITH_A_WORKER = r"""
+import multiprocessing, os, sys, threading
+def load_batches():
+    threading.Event().wait()
+def all_reduce_that_never_returns():
+    threading.Event().wait()
+worker = multiprocessing.get_context("fork").Process(target=load_batches, daemon=True)
+worker.start()
+open(os.path.join(sys.argv[1], "rank%s-%d" % (os.environ.get("RANK", "0"), worker.pid)), "w").close()
+all_reduce_that_never_returns()
+"""
+
+
+@pytest.mark.skipif(py_spy() is None, reason="py-spy is not installed")
+def test_launcher_rank_and_worker_the_ranks_are_dumped(tmp_path):
+    """Issue 19 audit: only childless Python processes were dumped, so a rank with a data-loader worker was
+    never read (its worker was, the hung collective stayed invisible). torchrun -> 2 ranks -> 1 worker each:
+    the two ranks are dumped, not torchrun's elastic agent nor the workers."""
+    import psutil
+
+    from tests.processes import wait
+
+    script = tmp_path / "rank.py"
+    script.write_text(RANK_WITH_A_WORKER)
+    torchrun = Path(sys.executable).parent / "torchrun"
+    proc = subprocess.Popen([str(torchrun), "--standalone", "--nproc-per-node", "2", str(script), str(tmp_path)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        assert wait(lambda: len(list(tmp_path.glob("rank*-*"))) == 2, timeout=60), "the ranks did not start"
+        workers = {int(p.name.split("-")[1]) for p in tmp_path.glob("rank*-*")}
+        ranks = {psutil.Process(w).ppid() for w in workers}
+        assert len(ranks) == 2 and not ranks & workers
+        assert set(training_processes(proc.pid)) == ranks
+        stacks = dump_stacks(sorted(ranks))
+        for pid in ranks:
+            assert "all_reduce_that_never_returns" in stacks[pid], stacks[pid]
+    finally:
+        os.killpg(proc.pid, 9)
+        proc.wait()
+
+
+@pytest.mark.skipif(py_spy() is None, reason="py-spy is not installed")
+def test_a_single_process_run_with_a_worker_dumps_the_process_itself(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-c", RANK_WITH_A_WORKER, str(tmp_path)])
+    try:
+        from tests.processes import wait
+
+        assert wait(lambda: list(tmp_path.glob("rank*-*")), timeout=30)
+        assert training_processes(proc.pid) == [proc.pid]
+    finally:
+        import psutil
+
+        for child in psutil.Process(proc.pid).children():
+            child.kill()
+        proc.kill()
+        proc.wait()
