@@ -72,6 +72,46 @@ def write_pdf(folder: Path, pages: int = 2, name: str = "manual.pdf") -> Path:
     return path
 
 
+def write_outlined_pdf(folder: Path, name: str = "guide.pdf") -> Path:
+    """Bookmarks of two levels; the second page's bookmark title is not printed on the page."""
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=11)
+    pdf.add_page()
+    for level, title, body in ((0, "Getting started", "Unpack the device and charge it for two hours first."),
+                               (1, "Charging", "The light turns green when the battery is full.")):
+        pdf.start_section(title, level=level)
+        pdf.multi_cell(0, 6, title, new_x="LMARGIN", new_y="NEXT")
+        pdf.multi_cell(0, 6, body, new_x="LMARGIN", new_y="NEXT")
+    pdf.add_page()
+    pdf.start_section("Troubleshooting", level=0)
+    pdf.multi_cell(0, 6, "Hold the power button for ten seconds to restart the device.", new_x="LMARGIN",
+                   new_y="NEXT")
+    path = folder / name
+    pdf.output(str(path))
+    return path
+
+
+def write_chinese_docx(folder: Path) -> Path:
+    """Word's built-in headings and a style a Chinese Word names 标题 2."""
+    import docx
+    from docx.enum.style import WD_STYLE_TYPE
+
+    document = docx.Document()
+    document.add_heading("售后服务", level=1)
+    document.add_paragraph("所有设备自发票日期起享受两年保修。")
+    style = document.styles.add_style("标题 2", WD_STYLE_TYPE.PARAGRAPH)
+    document.add_paragraph("不在保修范围内", style=style)
+    document.add_paragraph("进水或摔落造成的损坏不在保修范围内。")
+    table = document.add_table(rows=1, cols=2)
+    table.rows[0].cells[0].text = "电池"
+    table.rows[0].cells[1].text = "一年"
+    path = folder / "售后.docx"
+    document.save(str(path))
+    return path
+
+
 def write_scanned_pdf(folder: Path) -> Path:
     """A PDF whose pages hold only drawings: what a scan without OCR looks like to a text extractor."""
     from fpdf import FPDF

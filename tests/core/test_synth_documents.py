@@ -1,15 +1,20 @@
 """Reading and chunking the documents `data synth` starts from: every kind, both languages, the failures."""
 
+from pathlib import Path
+
 import pytest
 
 from core.data.synth.chunks import chunk_document, count_tokens, sections
 from core.data.synth.documents import Document, DocumentError, find_documents, read_document
+from core.data.synth.filters import grounding_score
 from tests.synth_documents import (
     write_all,
+    write_chinese_docx,
     write_docx,
     write_gbk_text,
     write_html,
     write_markdown,
+    write_outlined_pdf,
     write_pdf,
     write_scanned_pdf,
 )
@@ -53,6 +58,42 @@ def test_pdf_pages_are_kept_for_provenance(tmp_path):
     assert len(chunks) > 3
     assert chunks[0].page == 1 and chunks[-1].page == 3
     assert all(c.tokens <= 120 for c in chunks)
+
+
+ZH_PDF = Path(__file__).parents[1] / "fixtures" / "synth" / "zh_policy.pdf"  # made by make_zh_pdf.py beside it
+
+
+def test_a_chinese_pdf_reads_without_the_nul_of_its_two_byte_glyphs():
+    doc = read_document(ZH_PDF)
+    assert "\x00" not in doc.text and "七天内可以无理由退货" in doc.text
+    chunks = chunk_document(doc)
+    assert [c.language for c in chunks] == ["zh", "zh", "zh"]
+    # an answer restating its chunk is grounded (with the NULs in, every CJK term was missed: score 0)
+    assert grounding_score("签收后七天内可以无理由退货。", chunks[0].text) == 1.0
+
+
+def test_a_pdf_outline_gives_the_headings_chunks_follow():
+    doc = read_document(ZH_PDF)
+    chunks = chunk_document(doc)
+    assert [(c.heading, c.page) for c in chunks] == [("退货政策", 1), ("退货政策 > 退款时间", 1), ("发票", 2)]
+    assert "三到五个工作日" in chunks[1].text and "三到五个工作日" not in chunks[0].text
+
+
+def test_an_outline_title_missing_from_its_page_is_put_at_the_top_of_that_page(tmp_path):
+    doc = read_document(write_outlined_pdf(tmp_path))
+    chunks = chunk_document(doc)
+    assert [(c.heading, c.page) for c in chunks] == [("Getting started", 1), ("Getting started > Charging", 1),
+                                                     ("Troubleshooting", 2)]
+    assert "ten seconds" in chunks[2].text and "Unpack" in chunks[0].text
+    assert chunk_document(read_document(write_pdf(tmp_path)))[0].heading == ""  # no outline, no headings
+
+
+def test_a_chinese_docx_keeps_its_headings_and_tables(tmp_path):
+    doc = read_document(write_chinese_docx(tmp_path))
+    chunks = chunk_document(doc)
+    assert [c.heading for c in chunks] == ["售后服务", "售后服务 > 不在保修范围内"]
+    assert "电池 | 一年" in chunks[1].text and all(c.language == "zh" for c in chunks)
+    assert grounding_score("进水或摔落造成的损坏不保修。", chunks[1].text) > 0.8
 
 
 def test_a_scanned_pdf_says_so_instead_of_giving_nothing(tmp_path):

@@ -3,8 +3,15 @@
 Markdown and plain text are decoded as the Data step decodes datasets (UTF-8, UTF-16, GB18030/GBK, decided by
 `core.data.encoding`); HTML goes through the standard library's parser (headings become `#` lines, scripts and
 styles are dropped); DOCX through python-docx (Heading/标题 styles become `#` lines, tables become rows); PDF
-through pypdf, page by page (`Document.pages` keeps where each page starts, for provenance). A PDF with no text
-layer (a scan) is a `DocumentError` that says so, never an empty document.
+through pypdf, page by page (`Document.pages` keeps where each page starts, for provenance); a PDF's outline
+(its bookmarks) gives the headings: the line on the bookmark's page that reads as the bookmark's title becomes a
+`#` line of the bookmark's depth (or such a line is put at the top of the page when none reads so), so a PDF with
+an outline is chunked by topic too. A PDF with no text layer (a scan) is a `DocumentError` that says so, never an
+empty document.
+
+Control characters (NUL and the like) are dropped from every text: pypdf renders the two-byte glyph codes of an
+embedded CJK font (fpdf2, some Word exports) as NUL + character, which would hide every CJK term from the
+grounding score.
 
 pypdf and python-docx are imported inside the readers: importing this module costs nothing.
 """
@@ -117,10 +124,12 @@ def _decode(raw: bytes, path: Path) -> tuple[str, str]:
 
 
 _BLANKS = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # all but \t \n \r
 
 
 def _normalize(text: str) -> str:
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\u00a0", " ")
+    text = _CONTROL.sub("", text)
     return _BLANKS.sub("\n\n", text).strip() + "\n"
 
 
@@ -208,6 +217,49 @@ def _read_docx(path: Path) -> Document:
 
 # ---------------------------------------------------------------- pdf
 
+def _outline(reader) -> dict[int, list[tuple[int, str]]]:
+    """Page index -> [(depth, title)] of the PDF's bookmarks, in outline order ({} without an outline)."""
+    found: dict[int, list[tuple[int, str]]] = {}
+
+    def walk(items, depth: int) -> None:
+        for item in items:
+            if isinstance(item, list):
+                walk(item, depth + 1)
+                continue
+            title = " ".join(_CONTROL.sub("", str(item.title or "")).split())
+            page = reader.get_destination_page_number(item)
+            if title and page is not None and page >= 0:
+                found.setdefault(page, []).append((min(6, depth), title))
+
+    try:
+        walk(reader.outline, 1)
+    except Exception:  # a damaged outline is no reason to refuse the text: the PDF is read without headings
+        return {}
+    return found
+
+
+def _squash(text: str) -> str:
+    return "".join(text.split())
+
+
+def _mark_headings(text: str, headings: list[tuple[int, str]]) -> str:
+    """The page's text with each bookmark's line as a `#` line: the first line at or after the previous
+    heading that reads as the title (spaces aside), else a new line there."""
+    lines = text.split("\n")
+    at = 0
+    for depth, title in headings:
+        mark = "#" * depth + " " + title
+        want = _squash(title)
+        hit = next((i for i in range(at, len(lines)) if _squash(lines[i]) == want), None)
+        if hit is None:
+            lines.insert(at, mark)
+            at += 1
+        else:
+            lines[hit] = mark
+            at = hit + 1
+    return "\n".join(lines)
+
+
 def _read_pdf(path: Path) -> Document:
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
@@ -217,11 +269,14 @@ def _read_pdf(path: Path) -> Document:
         if reader.is_encrypted and not reader.decrypt(""):
             raise DocumentError(_("{path} is encrypted with a password; save an unprotected copy and read that",
                                   path=path))
+        outline = _outline(reader)
         pages: list[int] = []
         parts: list[str] = []
         offset = 0
-        for page in reader.pages:
+        for n, page in enumerate(reader.pages):
             text = _normalize(page.extract_text() or "")
+            if n in outline:
+                text = _mark_headings(text, outline[n])
             pages.append(offset)
             parts.append(text)
             offset += len(text) + 1
@@ -230,11 +285,15 @@ def _read_pdf(path: Path) -> Document:
     text = "\n".join(parts)
     if not pages:
         raise DocumentError(_("{path} has no pages", path=path))
-    if len(text.strip()) < SCANNED_CHARS_PER_PAGE * len(pages):
+    body = _HEADING_LINE.sub("", text).strip()  # bookmarks alone are no text layer
+    if len(body) < SCANNED_CHARS_PER_PAGE * len(pages):
         from core.data.wording import counted
 
         raise DocumentError(_("{path} has no text layer ({pages}, {chars} of text): it looks scanned. Run OCR on "
                               "it first (e.g. `ocrmypdf {name} out.pdf`) and read the result", path=path,
-                              pages=counted("page", len(pages)), chars=counted("character", len(text.strip())),
+                              pages=counted("page", len(pages)), chars=counted("character", len(body)),
                               name=path.name))
     return Document(str(path), "pdf", text, pages=pages)
+
+
+_HEADING_LINE = re.compile(r"^#{1,6} .*$", re.MULTILINE)
