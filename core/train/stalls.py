@@ -1,5 +1,7 @@
 """Stalls, caught while they happen: a live run that logs no new step for several times its recent step time,
-or whose GPUs sit idle with their memory held, and what each training process is doing right now.
+that has not logged two steps yet and writes no output for STARTUP_STALL_SECONDS (10 minutes: a hung
+rendezvous, NCCL/RCCL init or model load), or whose GPUs sit idle with their memory held, and what each
+training process is doing right now.
 
     stall = check_stall(output_dir / "trainer_log.jsonl", trainer_pid, gpu_samples)
     if stall: stall.reason, stall.stacks   # {pid: the Python stack of that process, from py-spy dump}
@@ -32,12 +34,15 @@ MIN_STALL_SECONDS = 120.0  # ... and at least this long (saving a checkpoint or 
 IDLE_UTIL = 5.0  # % GPU use under which a GPU is idle
 IDLE_SECONDS = 120.0  # idle this long, with memory held, while the run lives
 HELD_FRACTION = 0.1  # memory held: at least this share of the card's VRAM
+# Before two steps are logged the pace is unknown: launch, rendezvous, NCCL/RCCL init, dataset tokenisation and
+# model load print as they go (tqdm bars, log lines), so ten minutes with no new output at all is a stall.
+STARTUP_STALL_SECONDS = 600.0
 TAIL_BYTES = 16384
 
 
 @dataclass
 class Stall:
-    kind: str  # "no-step" | "gpus-idle"
+    kind: str  # "no-step" | "startup" (no two steps yet, no output) | "gpus-idle"
     seconds: float  # how long it has been so
     reason: str
     step: int | None = None
@@ -100,6 +105,44 @@ def no_step_stall(trainer_log: Path, now: float | None = None) -> Stall | None:
     step = rows[-1]["current_steps"]
     return Stall("no-step", since, _("no new step for {s:.0f} s after step {step} (the steps before took {i:.1f} s "
                                      "between logs)", s=since, step=step, i=interval), step)
+
+
+def _last_output_line(path: Path) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, path.stat().st_size - 4096))
+            text = fh.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    pieces = [p.strip() for line in text.splitlines() for p in line.split("\r")]
+    return next((p for p in reversed(pieces) if p), "")[:200]
+
+
+def startup_stall(trainer_log: Path, outputs: tuple[Path, ...], now: float | None = None) -> Stall | None:
+    """A run that has not logged two steps yet and has written nothing to its trainer log, stdout or stderr for
+    STARTUP_STALL_SECONDS: stuck at the rendezvous, in the collective library's init or in the model load."""
+    rows = _last_rows(trainer_log)
+    if len(rows) >= 2:
+        return None  # no_step_stall knows its pace
+    written = []
+    for path in (trainer_log, *outputs):
+        try:
+            written.append((path.stat().st_mtime, path))
+        except OSError:
+            continue
+    if not written:
+        return None
+    since = (now or time.time()) - max(written)[0]
+    if since < STARTUP_STALL_SECONDS:
+        return None
+    step = rows[-1]["current_steps"] if rows else None
+    lines = (_last_output_line(path) for _t, path in sorted(written, reverse=True) if path != trainer_log)
+    line = next((text for text in lines if text), "")
+    reason = _("no training step yet and no new output for {s:.0f} s (launch, rendezvous, NCCL/RCCL init and the "
+               "model load print as they go)", s=since)
+    if line:
+        reason += " — " + _("its last line: {line}", line=line)
+    return Stall("startup", since, reason, step)
 
 
 def gpus_idle_stall(samples_by_tick: list[list], now: float | None = None) -> Stall | None:
@@ -211,11 +254,13 @@ def dump_stacks(pids: list[int]) -> dict[int, str]:
 
 
 def check_stall(trainer_log: Path, trainer_pid: int | None, samples_by_tick: list[list] | None = None, *,
-                now: float | None = None, with_stacks: bool = True) -> Stall | None:
-    """A stall of a live run, with each training process's stack; None while it makes progress."""
+                outputs: tuple[Path, ...] = (), now: float | None = None, with_stacks: bool = True) -> Stall | None:
+    """A stall of a live run, with each training process's stack; None while it makes progress.
+    `outputs`: the run's stdout.log and stderr.log (what a run that has not stepped yet still writes)."""
     if trainer_pid is None:
         return None
-    stall = no_step_stall(trainer_log, now) or gpus_idle_stall(samples_by_tick or [], now)
+    stall = (no_step_stall(trainer_log, now) or startup_stall(trainer_log, outputs, now)
+             or gpus_idle_stall(samples_by_tick or [], now))
     if stall is not None and with_stacks:
         stall.stacks = dump_stacks(training_processes(trainer_pid))
     return stall

@@ -100,11 +100,13 @@ class RunWatcher:
         if now - self._stall_checked < STALL_CHECK_SECONDS:
             return self._stall
         self._stall_checked = now
-        found = check_stall(self.trainer_log, self.record.trainer.pid, self._ticks, with_stacks=False)
+        outputs = (self.dir / "stdout.log", self.dir / "stderr.log")
+        pid = self.record.trainer.pid
+        found = check_stall(self.trainer_log, pid, self._ticks, outputs=outputs, with_stacks=False)
         if found is None:
             self._stall = None
         elif self._stall is None or (found.kind, found.step) != (self._stall.kind, self._stall.step):
-            self._stall = check_stall(self.trainer_log, self.record.trainer.pid, self._ticks)  # with the stacks
+            self._stall = check_stall(self.trainer_log, pid, self._ticks, outputs=outputs)  # with the stacks
         else:
             self._stall.seconds = found.seconds
         return self._stall

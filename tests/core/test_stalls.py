@@ -206,3 +206,52 @@ def test_a_single_process_run_with_a_worker_dumps_the_process_itself(tmp_path):
             child.kill()
         proc.kill()
         proc.wait()
+
+
+# A trainer stuck before its first step: it prints as LLaMA-Factory does at start, then waits in a rendezvous.
+HUNG_AT_INIT = r"""
+import sys, threading
+print("[INFO|2026-12-01] Initializing the process group (nccl), world size 2", file=sys.stderr, flush=True)
+def init_process_group_that_never_returns():
+    threading.Event().wait()
+print("ready", flush=True)
+init_process_group_that_never_returns()
+"""
+
+
+def test_a_run_that_never_steps_and_prints_nothing_is_a_startup_stall(tmp_path):
+    from core.train.stalls import STARTUP_STALL_SECONDS, startup_stall
+
+    log, err, out = tmp_path / "trainer_log.jsonl", tmp_path / "stderr.log", tmp_path / "stdout.log"
+    out.write_text("")
+    err.write_text("Loading checkpoint shards:  50%|#####     | 1/2\rLoading checkpoint shards: 100%|##########| 2/2\n")
+    t0 = err.stat().st_mtime
+    assert startup_stall(log, (out, err), now=t0 + STARTUP_STALL_SECONDS - 5) is None  # still within 10 min
+    stall = startup_stall(log, (out, err), now=t0 + STARTUP_STALL_SECONDS + 5)
+    assert stall.kind == "startup" and stall.step is None and "2/2" in stall.reason  # the last tqdm state
+    log.write_text(json.dumps({"current_steps": 1, "loss": 1.0, "elapsed_time": "0:00:01"}) + "\n")  # one step
+    assert startup_stall(log, (out, err), now=time.time() + STARTUP_STALL_SECONDS + 5).step == 1
+    write_log(log, 3, 1)  # two steps and more: no_step_stall knows its pace
+    assert startup_stall(log, (out, err), now=time.time() + STARTUP_STALL_SECONDS + 5) is None
+    assert startup_stall(tmp_path / "none.jsonl", (), now=time.time() + 10_000) is None  # nothing written yet
+
+
+@pytest.mark.skipif(py_spy() is None, reason="py-spy is not installed")
+def test_a_real_trainer_hung_before_its_first_step_is_caught_with_its_stack(tmp_path):
+    from core.train.stalls import STARTUP_STALL_SECONDS
+
+    log, out, err = tmp_path / "trainer_log.jsonl", tmp_path / "stdout.log", tmp_path / "stderr.log"
+    with open(out, "w") as fo, open(err, "w") as fe:
+        proc = subprocess.Popen([sys.executable, "-c", HUNG_AT_INIT], stdout=fo, stderr=fe)
+    try:
+        from tests.processes import wait
+
+        assert wait(lambda: "ready" in out.read_text(), timeout=30)
+        assert check_stall(log, proc.pid, outputs=(out, err)) is None
+        stall = check_stall(log, proc.pid, outputs=(out, err), now=time.time() + STARTUP_STALL_SECONDS + 1)
+        assert stall is not None and stall.kind == "startup", stall
+        assert "its last line: ready" in stall.reason or "Initializing the process group" in stall.reason
+        assert "init_process_group_that_never_returns" in stall.stacks[proc.pid], stall.stacks
+    finally:
+        proc.kill()
+        proc.wait()
