@@ -46,7 +46,7 @@ def _gpu_common(datasets: list[str]) -> dict:
         trust_remote_code=True, stage="sft", do_train=True, dataset=datasets, dataset_dir="data",
         cutoff_len=2048, preprocessing_num_workers=16, logging_steps=10, save_steps=500, plot_loss=False,
         overwrite_output_dir=False, report_to="none", learning_rate=1.0e-4, num_train_epochs=3.0,
-        lr_scheduler_type="cosine", warmup_ratio=0.1, precision="bf16",
+        lr_scheduler_type="cosine", warmup_ratio=0.1, precision="bf16", include_num_input_tokens_seen=True,
     )
 
 
@@ -58,7 +58,7 @@ def cpu_demo(datasets: list[str]) -> TrainSpec:
         preprocessing_num_workers=1, output_dir="saves/cpu-demo", logging_steps=5, save_steps=100,
         plot_loss=False, overwrite_output_dir=False, report_to="none", per_device_train_batch_size=4,
         gradient_accumulation_steps=1, learning_rate=1.0e-2, num_train_epochs=80.0, lr_scheduler_type="cosine",
-        warmup_ratio=0.05, max_grad_norm=10.0, precision="fp32",
+        warmup_ratio=0.05, max_grad_norm=10.0, precision="fp32", include_num_input_tokens_seen=True,
         launch=Launch(device="cpu", omp_threads=1),
     )
 

@@ -160,6 +160,9 @@ class TrainSpec(BaseModel):
     max_grad_norm: float | None = Field(None, ge=0.0)
     precision: Precision | None = None  # None: no precision key written (LLaMA-Factory: fp32)
     resume_from_checkpoint: str | None = None
+    # LLaMA-Factory then logs total_tokens and throughput in trainer_log.jsonl (every rank's tokens): tokens/s
+    # and MFU are measured, not estimated (core.train.throughput); devtune's presets set it
+    include_num_input_tokens_seen: bool | None = None
 
     # eval
     eval_dataset: list[str] = Field(default_factory=list)  # held-out sets (N_eval, core.config.eval_loss)
