@@ -99,6 +99,8 @@ class RunRecord(BaseModel):
     # into its run folder (trainer_log.jsonl there): its record is frozen, whatever a resume adds later.
     log_start: int = 0
     log_frozen: bool = False
+    # when it ended: tokens/s over the run and its MFU (core.train.throughput.run_throughput)
+    throughput: dict | None = None
 
     @property
     def active(self) -> bool:

@@ -81,9 +81,21 @@ def supervise(directory: Path) -> int:
             record = update_record(directory, cluster_state=state)
     frozen = freeze_trainer_log(directory, record)  # before the status says it ended: readers find the copy
     ended = record.model_copy(update={"status": _status_for(code, stopped), "exit_code": code})
+    rates = _throughput(directory, record.model_copy(update={"log_frozen": frozen}))
     update_record(directory, status=ended.status, exit_code=code, ended=time.time(), note=ending_note(ended),
-                  log_frozen=frozen)
+                  log_frozen=frozen, throughput=rates)
     return 0
+
+
+def _throughput(directory: Path, record) -> dict | None:
+    """tokens/s and MFU over the run, for its record; never in the way of recording how it ended."""
+    try:
+        from core.train.throughput import run_throughput
+        from core.workspace.layout import Workspace
+
+        return run_throughput(Workspace(Path(record.cwd)), directory, record)
+    except Exception:  # an unreadable config or log: the record says how the run ended all the same
+        return None
 
 
 def main(argv: list[str]) -> int:

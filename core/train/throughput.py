@@ -9,11 +9,12 @@ when `include_num_input_tokens_seen: true` (it counts every rank's tokens); with
 steps' pace times the tokens of a step (effective batch x the dataset's typical row length, from the Data
 step's token statistics) and is marked as an estimate.
 
-MFU = model FLOPs per token x tokens per second / (peak dense matrix FLOP/s of one device x devices). Model
-FLOPs per token: 6N for full fine-tuning (forward 2N, backward 4N), 4N when the base weights are frozen
-(LoRA, QLoRA, freeze: no weight gradients for them); attention's own FLOPs and gradient checkpointing's
-recomputation are not counted (MFU, not hardware FLOPs utilisation). Peaks are the vendors' datasheet
-figures for dense BF16/FP16 matrix math, without sparsity. On a CPU run MFU is not applicable.
+MFU = model FLOPs per token x tokens per second / (peak dense matrix FLOP/s of one device for the run's precision
+x devices). Model FLOPs per token: 6N for full fine-tuning (forward 2N, backward 4N), 4N when the base weights are
+frozen (LoRA, QLoRA, freeze: no weight gradients for them); attention's own FLOPs and gradient checkpointing's
+recomputation are not counted (MFU, not hardware FLOPs utilisation). The peaks are the GPU catalogue's
+(core.config.gpu_catalog: the vendors' datasheet figures, bf16 / fp16 / fp32, without sparsity). On a CPU run
+MFU is not applicable, and says so.
 """
 
 from __future__ import annotations
@@ -22,15 +23,6 @@ from dataclasses import dataclass
 
 from core.i18n import _
 
-# Peak dense matrix TFLOP/s per device (BF16, or FP16 where the device has no BF16 matrix units), from the
-# vendors' datasheets, without structured sparsity. Keys are core.config.gpu_catalog ids.
-PEAK_TFLOPS = {
-    "mi355x": 2516.6, "mi350x": 2306.9, "mi325x": 1307.4, "mi300x": 1307.4, "mi300a": 980.6,
-    "mi250-gcd": 181.0,  # MI250: 362.1 per card of two GCDs (MI250X: 383.0)
-    "mi210": 181.0, "mi100": 92.3,
-    "h200": 989.4, "h100-80": 989.4,  # SXM; the PCIe H100 is 756
-    "a100-80": 312.0, "a100-40": 312.0, "l40s": 362.05, "v100-32": 125.0, "t4": 65.0,
-}
 FROZEN_BASE = ("lora", "qlora", "freeze")
 
 
@@ -60,11 +52,19 @@ def flops_per_token(params: float, method: str) -> float:
     return (4.0 if method in FROZEN_BASE else 6.0) * params
 
 
+def peak_tflops(gpu: str | None, precision: str | None) -> float | None:
+    """The catalogue's dense peak of one device for the run's precision (None: unknown GPU, or no such math)."""
+    from core.config.gpu_catalog import gpu_model
+
+    model = gpu_model(gpu or "")
+    return model.peak(precision) if model is not None else None
+
+
 def model_flops_utilisation(tokens_per_s: float | None, *, params: float | None, gpu: str | None, devices: int,
-                            method: str) -> float | None:
+                            method: str, precision: str | None = "bf16") -> float | None:
     """A fraction (0.42 = 42 %); None when not applicable (CPU, an unknown GPU) or not measurable."""
-    peak = PEAK_TFLOPS.get(gpu or "")
-    if not tokens_per_s or not params or peak is None or devices < 1:
+    peak = peak_tflops(gpu, precision)
+    if not tokens_per_s or not params or not peak or devices < 1:
         return None
     return flops_per_token(params, method) * tokens_per_s / (peak * 1e12 * devices)
 
@@ -120,6 +120,7 @@ class RunShape:
     tokens_per_step: float | None  # effective batch x the dataset's median row length in tokens
     settings: tuple = ()  # (key, value) of the config's speed settings: packing, flash_attn, liger, checkpointing
     memory_headroom: float | None = None  # the share of a device the memory fit leaves free
+    precision: str | None = None  # bf16 | pure_bf16 | fp16 | fp32 (None: fp32): which peak MFU is against
 
 
 def run_shape(ws, config_path: str | None) -> RunShape | None:
@@ -166,7 +167,8 @@ def run_shape(ws, config_path: str | None) -> RunShape | None:
     if shape is not None and targets:
         ratio = estimate(spec, shape, targets[0]).ratio
         headroom = None if ratio is None else max(0.0, 1.0 - ratio)
-    return RunShape(shape.params if shape else None, method, gpu, vendor, devices, tokens, settings, headroom)
+    return RunShape(shape.params if shape else None, method, gpu, vendor, devices, tokens, settings, headroom,
+                    spec.precision)
 
 
 @dataclass(frozen=True)
@@ -180,12 +182,20 @@ class Throughput:
 
     @classmethod
     def of(cls, snap, shape: RunShape | None) -> "Throughput":
+        """From a ProgressSnapshot's rates (a sliding window)."""
+        return cls.from_rates(snap.tokens_per_s, snap.steps_per_s, shape)
+
+    @classmethod
+    def from_rates(cls, tokens_per_s: float | None, steps_per_s: float | None,
+                   shape: RunShape | None) -> "Throughput":
         tokens_per_step = shape.tokens_per_step if shape else None
-        rate = token_rate(snap.tokens_per_s, snap.steps_per_s, tokens_per_step)
-        if shape is None or shape.vendor is None:
-            return cls(rate, None, False)
+        rate = token_rate(tokens_per_s, steps_per_s, tokens_per_step)
+        if shape is None or (shape.devices and shape.vendor is None):
+            return cls(rate, None, True)  # the config or the GPU is unknown: MFU unknown, not "not applicable"
+        if not shape.devices:
+            return cls(rate, None, False)  # a CPU run
         mfu = model_flops_utilisation(rate.tokens_per_s, params=shape.params, gpu=shape.gpu, devices=shape.devices,
-                                      method=shape.method)
+                                      method=shape.method, precision=shape.precision)
         advice = what_would_raise_it(dict(shape.settings), memory_headroom=shape.memory_headroom,
                                      vendor=shape.vendor, mfu=mfu)
         return cls(rate, mfu, True, tuple(advice))
@@ -196,10 +206,41 @@ class Throughput:
                 "advice": [{"id": a.id, "text": a.text} for a in self.advice]}
 
     def text(self) -> str:
-        """For the progress line: '~1234 tokens/s (estimate) · MFU 31%' (empty when nothing is known)."""
+        """For the progress line, after its measured tokens/s: '~1234 tokens/s (estimate)  MFU 31%', or
+        'MFU not applicable (CPU run)' (empty when nothing is known yet)."""
         parts = []
         if self.rate.estimated and self.rate.tokens_per_s is not None:
             parts.append(_("~{rate:.0f} tokens/s (estimate)", rate=self.rate.tokens_per_s))
-        if self.applicable and self.mfu is not None:
+        if not self.applicable:
+            parts.append(_("MFU not applicable (CPU run)"))
+        elif self.mfu is not None:
             parts.append(_("MFU {pct:.0%}", pct=self.mfu))
         return "  ".join(parts)
+
+    def advice_lines(self) -> list[str]:
+        """What would raise the throughput, one line each (the Train step and `monitor`'s text)."""
+        return [_("to go faster: {advice}", advice=a.text) for a in self.advice]
+
+
+def run_throughput(ws, directory, record) -> dict | None:
+    """What a run's record keeps when it ends: tokens/s over the whole run (LLaMA-Factory's total_tokens over
+    its elapsed time, else the steps' pace x the tokens of a step, marked as an estimate) and its MFU; None
+    when no step was logged."""
+    from core.train.metrics import LogRecord, MetricsTail
+    from core.train.runs import trainer_log_source
+
+    path, start = trainer_log_source(directory, record)
+    rows = [r for r in MetricsTail(path, start).poll() if r.elapsed_s and r.eval_loss is None]
+    if not rows:
+        return None
+    # between its first and its last logged step: a resumed run restarts the clock but not the step and token
+    # counts (they come back from the checkpoint), and the first step carries the warm-up
+    first, last = rows[0], rows[-1]
+    if last.elapsed_s <= first.elapsed_s or last.step <= first.step:
+        first = LogRecord(step=0, elapsed_s=0.0, total_tokens=0)
+    seconds = last.elapsed_s - first.elapsed_s
+    tokens = ((last.total_tokens - (first.total_tokens or 0)) / seconds) if last.total_tokens else None
+    steps = (last.step - first.step) / seconds
+    out = Throughput.from_rates(tokens, steps, run_shape(ws, record.config)).to_json()
+    out.pop("advice")
+    return out

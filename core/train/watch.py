@@ -217,6 +217,10 @@ class MonitorReport:
                 lines += ["    " + line for line in stack.splitlines()[:40]]
         return lines
 
+    def advice_lines(self) -> list[str]:
+        """What would raise the throughput (packing, attention backend, Liger, micro-batch, checkpointing)."""
+        return self.throughput.advice_lines() if self.throughput is not None else []
+
     def end_lines(self) -> list[str]:
         from core.train.runs import status_label
 

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from core.train.metrics import RunMetrics, parse_log_line
-from core.train.throughput import PEAK_TFLOPS, model_flops_utilisation, token_rate, what_would_raise_it
+from core.config.gpu_catalog import CATALOG, gpu_model, match_gpu
+from core.train.throughput import (RunShape, Throughput, model_flops_utilisation, peak_tflops, token_rate,
+                                   what_would_raise_it)
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 
@@ -59,7 +61,40 @@ def test_mfu_against_the_datasheet_peak():
     assert full == pytest.approx(mfu * 1.5)
     assert model_flops_utilisation(40_000, params=7.6e9, gpu=None, devices=1, method="lora") is None  # CPU
     assert model_flops_utilisation(None, params=7.6e9, gpu="mi300x", devices=8, method="lora") is None
-    assert all(v > 0 for v in PEAK_TFLOPS.values())
+
+
+def test_every_catalogue_gpu_has_a_peak_for_each_precision_it_trains_in():
+    for gpu in CATALOG:
+        bf16, fp16, fp32 = gpu.peak_tflops
+        assert fp32 > 0 and fp16 and fp16 >= fp32, gpu.id
+        assert (bf16 is not None and bf16 >= fp32) or not gpu.bf16, gpu.id  # every GPU said to do bf16 has its peak
+        assert peak_tflops(gpu.id, "bf16") == bf16 and peak_tflops(gpu.id, "pure_bf16") == bf16
+        assert peak_tflops(gpu.id, "fp16") == fp16 and peak_tflops(gpu.id, None) == fp32 == peak_tflops(gpu.id, "fp32")
+    assert {"rtx4090", "a10g", "h100-pcie", "h100-80"} <= {g.id for g in CATALOG}
+
+
+def test_mfu_follows_the_runs_precision_and_the_h100_kind():
+    assert match_gpu("NVIDIA H100 PCIe").id == "h100-pcie" and match_gpu("NVIDIA H100 80GB HBM3").id == "h100-80"
+    sxm = model_flops_utilisation(10_000, params=8e9, gpu="h100-80", devices=1, method="lora", precision="bf16")
+    pcie = model_flops_utilisation(10_000, params=8e9, gpu="h100-pcie", devices=1, method="lora", precision="bf16")
+    assert pcie == pytest.approx(sxm * 989.4 / 756.5)
+    fp32 = model_flops_utilisation(1_000, params=8e9, gpu="h100-80", devices=1, method="lora", precision="fp32")
+    assert fp32 == pytest.approx(4 * 8e9 * 1_000 / (gpu_model("h100-80").peak_tflops[2] * 1e12))
+    assert model_flops_utilisation(1_000, params=8e9, gpu="t4", devices=1, method="lora", precision="bf16") is None
+
+
+def test_a_cpu_run_says_mfu_is_not_applicable_and_an_unknown_one_does_not():
+    snap = snapshot_of([row(s, s * 2, tokens=s * 1000) for s in range(1, 30)])
+    cpu = Throughput.of(snap, RunShape(params=1e6, method="lora", gpu=None, vendor=None, devices=0,
+                                       tokens_per_step=None))
+    assert not cpu.applicable and cpu.text() == "MFU not applicable (CPU run)" and cpu.advice == ()
+    assert cpu.to_json()["tokens_per_s"] == pytest.approx(500.0) and not cpu.to_json()["tokens_estimated"]
+    unknown = Throughput.of(snap, None)  # an unreadable config: nothing claimed
+    assert unknown.applicable and unknown.mfu is None and unknown.text() == ""
+    gpu = Throughput.of(snap, RunShape(params=8e9, method="full", gpu="mi300x", vendor="amd", devices=8,
+                                       tokens_per_step=None, precision="bf16"))
+    assert gpu.text() == "MFU 0%" and gpu.mfu == pytest.approx(6 * 8e9 * 500 / (1307.4e12 * 8))
+    assert any("packing" in line for line in gpu.advice_lines())
 
 
 def test_advice_from_the_config_and_the_fit():

@@ -46,6 +46,10 @@ def follow_run(ws, run_id: str, *, as_json: bool, until_end: bool, exit_with_out
                     if (anomaly.id, anomaly.step) not in shown:
                         shown.add((anomaly.id, anomaly.step))
                         print(("\n" if tty else "") + text, file=sys.stderr)
+                for text in report.advice_lines():  # what would raise the throughput, once each
+                    if ("advice", text) not in shown:
+                        shown.add(("advice", text))
+                        print(("\n" if tty else "") + text, file=sys.stderr)
                 stall = report.stall
                 if stall is not None and (stall.kind, stall.step) not in shown:  # once per stall, with its stacks
                     shown.add((stall.kind, stall.step))
