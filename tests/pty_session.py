@@ -7,6 +7,11 @@
 
 devtune leads its own session with the pty as its controlling terminal, as under sshd or tmux, so
 closing the master side is exactly what a dropped connection does to it.
+
+While devtune runs (and after the hang-up, until it has exited), a thread records its descendants every
+SAMPLE_SECONDS (psutil's children(recursive=True)), and once more right before the hang-up: helpers
+lead their own sessions, so only the family tree finds them all. `seen` holds every one recorded, and
+`still_alive()` those of them still running afterwards (the same pid *and* start time, zombies aside).
 """
 
 from __future__ import annotations
@@ -20,11 +25,31 @@ import subprocess
 import termios
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+SAMPLE_SECONDS = 0.1
+
+
+@dataclass(frozen=True)
+class Descendant:
+    pid: int
+    created: float
+    cmdline: str
+    session: int  # when it was seen
+
+    def process(self) -> psutil.Process | None:
+        """The process, while it still runs (the same pid and start time, not a zombie), else None."""
+        try:
+            proc = psutil.Process(self.pid)
+            if abs(proc.create_time() - self.created) > 0.01 or proc.status() == psutil.STATUS_ZOMBIE:
+                return None
+            return proc
+        except psutil.Error:
+            return None
 
 
 def cpu_seconds(pid: int) -> float | None:
@@ -54,6 +79,37 @@ class PtySession:
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
         self.hung_up_at: float | None = None
+        self.seen: dict[tuple[int, float], Descendant] = {}
+        self._seen_lock = threading.Lock()
+        self._sampler = threading.Thread(target=self._sample_until_exit, daemon=True)
+        self._sampler.start()
+
+    def sample_descendants(self) -> None:
+        """Record devtune's descendants now (whatever session they lead)."""
+        try:
+            children = psutil.Process(self.proc.pid).children(recursive=True)
+        except psutil.Error:
+            return
+        for child in children:
+            try:
+                key = (child.pid, child.create_time())
+                if key not in self.seen:
+                    found = Descendant(child.pid, key[1], " ".join(child.cmdline()[:4])[:200], os.getsid(child.pid))
+                    with self._seen_lock:
+                        self.seen.setdefault(key, found)
+            except (psutil.Error, OSError):
+                pass
+
+    def _sample_until_exit(self) -> None:
+        while self.proc.poll() is None:
+            self.sample_descendants()
+            time.sleep(SAMPLE_SECONDS)
+
+    def still_alive(self) -> list[tuple[Descendant, psutil.Process]]:
+        """Every descendant recorded that still runs."""
+        with self._seen_lock:
+            seen = list(self.seen.values())
+        return [(d, p) for d in seen if (p := d.process()) is not None]
 
     def _read(self) -> None:
         # select() with a timeout, never a read that blocks: a thread blocked in read() would keep the master
@@ -108,6 +164,7 @@ class PtySession:
         """Close the master side: the terminal is gone (the reader stops first, so the close takes effect now)."""
         self._closing.set()
         self._reader.join(2)
+        self.sample_descendants()
         self.hung_up_at = time.monotonic()
         try:
             os.close(self.master)

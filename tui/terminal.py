@@ -8,11 +8,15 @@ then exits, promptly and completely:
   closed), and a daemon thread blocked in poll() on stdin that wakes on the hang-up itself (POLLHUP) or,
   once a second, finds stdin no longer a TTY or the parent gone. It does not need the event loop, which
   may be busy mounting a screen. Either way it stops the input thread at once (a hung-up TTY reads as
-  endless EOF: Textual's input thread would spin on it), ends the helper processes
-  (core.processes.helpers), asks the app to exit, and arms `exit_soon`.
-- `exit_soon`: a daemon thread that ends the process with os._exit after half a second, whatever the
-  main thread is doing then (mounting a screen nobody will see, a thread worker still linting, the
-  interpreter's join of non-daemon threads). The workspace state is written atomically (temp file +
+  endless EOF: Textual's input thread would spin on it), arms `exit_soon`, ends the helper processes
+  and refuses new ones (core.processes.helpers: a worker starting one in the grace period gets an
+  error, not an orphan), ends the processes devtune started in its own session (a lint's worker
+  processes), and asks the app to exit. The SIGHUP handler only wakes the watch thread (a byte down a
+  pipe), which does this: the signal may arrive while the main thread holds a lock that this takes.
+- `exit_soon`: a daemon thread that ends the process with os._exit after half a second (ending the
+  helpers and own-session children again first, for a second at most), whatever the main thread is
+  doing then (mounting a screen nobody will see, a thread worker still linting, the interpreter's join
+  of non-daemon threads). The workspace state is written atomically (temp file +
   os.replace) after each change, so at most the change in flight is not saved and nothing is left
   half-written; runs and servers are detached and untouched.
 - `DevtuneDriver`: Textual's Linux driver, except that stopping input always stops the input thread,
@@ -31,10 +35,11 @@ from typing import Callable
 
 from textual.drivers.linux_driver import LinuxDriver
 
-from core.processes.helpers import end_helpers
+from core.processes.helpers import close_helpers, end_children
 
 CHECK_SECONDS = 1.0
 GRACE_SECONDS = 0.5
+ENDING_SECONDS = 1.0  # at most this long to end the helpers and children on the way out
 
 _exit_armed = threading.Event()
 
@@ -47,7 +52,6 @@ def exit_soon(code: int = 0, grace: float = GRACE_SECONDS) -> None:
 
     def reaper() -> None:
         threading.Event().wait(grace)
-        end_helpers()
         exit_now(code)
 
     threading.Thread(target=reaper, name="devtune-exit", daemon=True).start()
@@ -56,8 +60,19 @@ def exit_soon(code: int = 0, grace: float = GRACE_SECONDS) -> None:
 _PARENT_AT_START = os.getppid()
 
 
+def end_started_processes() -> None:
+    """End the helpers (and refuse new ones) and the children in devtune's own session; detached runs and
+    servers lead their own sessions and are left alone."""
+    close_helpers()
+    end_children()
+
+
 def exit_now(code: int) -> None:
-    """Flush what is printed and end the process at once, whatever threads are still running."""
+    """End what devtune started (bar runs and servers), flush what is printed and end the process at once,
+    whatever threads are still running. The ending gets ENDING_SECONDS at most: nothing may hold the exit."""
+    ending = threading.Thread(target=end_started_processes, name="devtune-ending", daemon=True)
+    ending.start()
+    ending.join(ENDING_SECONDS)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -100,6 +115,8 @@ class TerminalWatch:
         self.lost = False
         self._loop = None
         self._lock = threading.Lock()
+        self._woken, self._wake = os.pipe()  # the SIGHUP handler's byte wakes the watch thread
+        os.set_blocking(self._wake, False)
 
     def install(self) -> None:
         import asyncio
@@ -110,14 +127,20 @@ class TerminalWatch:
         threading.Thread(target=self._watch, name="devtune-terminal-watch", daemon=True).start()
 
     def _on_sighup(self, signum, frame) -> None:
-        self.terminal_lost()
+        # Only a byte down a pipe: the handler runs in the main thread wherever it was, maybe holding a
+        # lock that ending the helpers (or starting a thread) takes; waiting on it would hang for good.
+        try:
+            os.write(self._wake, b"h")
+        except OSError:  # the pipe is full: the watch thread is being woken already
+            pass
 
     def _watch(self) -> None:
-        """Wait, in poll() and without a CPU cost, for the hang-up; check the parent every second."""
+        """Wait, in poll() and without a CPU cost, for the hang-up or SIGHUP; check the parent every second."""
         try:
             fd = sys.__stdin__.fileno()
             poller = select.poll()
             poller.register(fd, 0)  # no events asked: poll() still reports POLLHUP, POLLERR and POLLNVAL
+            poller.register(self._woken, select.POLLIN)
         except (OSError, ValueError, AttributeError):
             self.terminal_lost()
             return
@@ -131,14 +154,14 @@ class TerminalWatch:
                 return
 
     def terminal_lost(self) -> None:
-        """From any thread, or the SIGHUP handler: stop reading, end the helpers, exit now."""
+        """From any thread but the SIGHUP handler: stop reading, end the helpers, exit now."""
         with self._lock:
             if self.lost:
                 return
             self.lost = True
         stop_input_thread(getattr(self.app, "_driver", None))
-        end_helpers()
         exit_soon(0)
+        end_started_processes()
         loop = self._loop
         if loop is not None and not loop.is_closed():
             try:

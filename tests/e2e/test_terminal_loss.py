@@ -1,55 +1,77 @@
 """Fault injection: devtune never outlives its terminal.
 
 Each trial starts the real wizard under a real pseudo-terminal (80x24 or 120x40), drives it to a moment
-(starting, on a step, a modal open, quitting with Ctrl+Q), then closes the terminal as an SSH drop does,
-and checks within 10 s that:
+(starting, on a step, F1's help open, a confirm dialog open, or into a long action: a lint the person
+starts on a 66 MB file (Data F5), LLaMA-Factory's argument check (Config F6), a merge of a real
+two-step run of the tiny model or the merged folder's check (Merge F5 / F6), a vLLM server starting for
+the tiny model (Playground F5)), then either closes the terminal at a random moment, as an SSH drop does,
+or sends Ctrl+Q and closes it 0-2 s later. It checks within 10 s that:
 
-- no devtune process remains, nor any helper in its session;
+- the wizard has exited, and every process it had started (its descendants, recorded every 0.1 s while
+  it ran and right before the hang-up, whatever session they lead) is gone, except the detached runs and
+  servers, which are meant to survive: those are told apart by what devtune records for them (the
+  session of a supervisor, trainer or server pid in run.json / server.json);
 - it burned no CPU after the hang-up beyond a clean exit (a thread spinning on the dead TTY burns its
   full second per second);
 - the workspace state file still parses;
 - the run started before the hang-up (a detached run under devtune's supervisor) is still running.
 
-The default run makes a few trials; DEVTUNE_SOAK=1 runs the soak test (100 trials by default,
-DEVTUNE_SOAK_TRIALS=N) and prints its figures. `devtune monitor --follow` and an attached `devtune train`
-get the same treatment.
+The default run makes one trial per moment (plus the Ctrl+Q-on-Config case found by hand). The soak test
+(marker `soak`; 100 trials, random moments, sizes and endings) runs only when selected:
+
+    .venv/bin/python -m pytest -q -m soak tests/e2e/test_terminal_loss.py -s
+
+DEVTUNE_SOAK_TRIALS=N and DEVTUNE_SOAK_SEED=S change the number of trials and the draw; it prints its
+figures (trials, leftovers, exit time and CPU after the hang-up, median and max, and what each moment
+saw running). `devtune monitor --follow` and an attached `devtune train` get the same checks.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
+import shutil
+import statistics
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
 import pytest
 
+from core.serve.servers import list_servers, stop_server
 from core.setup.demo import seed_demo
 from core.train.run_control import stop_run
-from core.train.runs import list_runs, refresh, run_dir, start_run
+from core.train.runs import list_runs, read_record, refresh, run_dir, start_run
 from core.workspace.layout import Workspace
 from core.workspace.state import WizardState
-from tests.pty_session import PtySession, cpu_seconds
+from tests.pty_session import Descendant, PtySession, cpu_seconds
 
 DEVTUNE = str(Path(sys.executable).parent / "devtune")
 SIZES = ((80, 24), (120, 40))
-MOMENTS = ("starting", "step", "modal", "quitting")
+MOMENTS = ("starting", "step", "help", "confirm", "lint", "lf-check", "merge", "serve")
+ENDINGS = ("hang-up", "ctrl+q")
 EXIT_WITHIN = 10.0
 CPU_AFTER_HANGUP_MAX = 1.0  # seconds of CPU between the hang-up and the exit
-F1 = b"\x1bOP"
+F1, F5, F6, F8 = b"\x1bOP", b"\x1b[15~", b"\x1b[17~", b"\x1b[19~"
 CTRL_Q = b"\x11"
+BIG_FILE_BYTES = 66 << 20  # above the Data step's auto-lint size: linted when F5 asks, in worker processes
 
 
 @dataclass
 class TrialResult:
     moment: str
     size: tuple[int, int]
+    ending: str = "hang-up"
     exit_seconds: float | None = None
     cpu_after: float = 0.0
     leftovers: list[str] = field(default_factory=list)
+    helpers: int = 0  # descendants leading their own session (not runs or servers)
+    children: int = 0  # descendants in the wizard's session (a lint's workers)
+    detached: int = 0  # runs' and servers' processes
     state_ok: bool = True
     run_alive: bool = True
     detail: str = ""
@@ -60,14 +82,11 @@ class TrialResult:
                 and self.cpu_after <= CPU_AFTER_HANGUP_MAX and self.state_ok and self.run_alive)
 
 
-@pytest.fixture(scope="module")
-def workspace(tmp_path_factory):
-    ws = Workspace(tmp_path_factory.mktemp("hangup") / "ws")
-    seed_demo(ws)  # with the tiny model: the Config step then checks a real config in the background
-    record = start_run(ws, [sys.executable, "-c", "import time; time.sleep(3600)"], env={}, label="sleeper")
-    assert wait_for(lambda: refresh(run_dir(ws, record.id)).active and refresh(run_dir(ws, record.id)).trainer)
-    yield ws, record.id
-    stop_run(ws, record.id, graceful_timeout=2, term_timeout=2)
+@dataclass
+class Trials:
+    ws: Workspace
+    sleeper: str  # a detached run going through every trial
+    trained: str | None = None  # a finished LoRA run of the tiny model (what Merge merges)
 
 
 def wait_for(predicate, timeout: float = 20.0) -> bool:
@@ -81,20 +100,144 @@ def wait_for(predicate, timeout: float = 20.0) -> bool:
 
 def term_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "TEXTUAL"))}
-    env.update(TERM="xterm-256color", LANG="C.UTF-8", DEVTUNE_LANG="en")
+    bin_dir = str(Path(sys.executable).parent)
+    env.update(TERM="xterm-256color", LANG="C.UTF-8", DEVTUNE_LANG="en", OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1",
+               HF_DATASETS_OFFLINE="1", PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}")
     return env
 
 
-def hang_up_and_check(term: PtySession, ws: Workspace, run_id: str, result: TrialResult) -> TrialResult:
-    pid = term.proc.pid
+def write_big_file(path: Path) -> None:
+    rng = random.Random(0)
+    words = ("refund order shipping account password invoice delivery return warranty discount coupon payment "
+             "card address phone email").split()
+    with open(path, "w", encoding="utf-8") as fh:
+        size, i = 0, 0
+        while size < BIG_FILE_BYTES:
+            row = {"instruction": f"Customer {i}: " + " ".join(rng.choice(words) for _ in range(12)) + "?",
+                   "input": "", "output": f"Answer {i}: " + " ".join(rng.choice(words) for _ in range(40)) + "."}
+            line = json.dumps(row) + "\n"
+            fh.write(line)
+            size, i = size + len(line), i + 1
+
+
+@pytest.fixture(scope="module")
+def trials(tmp_path_factory):
+    from tests.core.config_workspace import register_dataset
+
+    ws = Workspace(tmp_path_factory.mktemp("hangup") / "ws")
+    seed_demo(ws)  # with the tiny model: the Config step then checks a real config in the background
+    register_dataset(ws, "support")
+    write_big_file(ws.data_dir / "big.jsonl")
+    init = subprocess.run([DEVTUNE, "-w", str(ws.root), "config", "init", "--preset", "cpu-demo"], env=term_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert init.returncode == 0, init.stdout + init.stderr
+    shutil.copytree(ws.models_dir / "tiny-llama3", ws.exports_dir / "tiny")  # what Playground serves
+    record = start_run(ws, [sys.executable, "-c", "import time; time.sleep(3600)"], env={}, label="sleeper")
+    assert wait_for(lambda: refresh(run_dir(ws, record.id)).active and refresh(run_dir(ws, record.id)).trainer)
+    setup = Trials(ws, record.id)
+    yield setup
+    for run in list_runs(ws):
+        if run.active:
+            stop_run(ws, run.id, graceful_timeout=2, term_timeout=2)
+    stop_servers(ws)
+
+
+@pytest.fixture(scope="module")
+def trained(trials):
+    """A real LoRA run of the tiny model, two steps long (~45 s here): what Merge F5 merges."""
+    ws = trials.ws
+    if trials.trained is None:
+        config = ws.configs_dir / "train.yaml"
+        kept = config.read_text()
+        config.write_text(kept + "max_steps: 2\n")
+        try:
+            train = subprocess.run([DEVTUNE, "-w", str(ws.root), "train", "--detach"], env=term_env(),
+                                   capture_output=True, text=True, timeout=120)
+            assert train.returncode == 0, train.stdout[-2000:] + train.stderr[-2000:]
+            run = next(r for r in list_runs(ws) if r.kind == "train" and r.id != trials.sleeper)
+            assert wait_for(lambda: not refresh(run_dir(ws, run.id)).active, timeout=600)
+        finally:
+            config.write_text(kept)
+        run = refresh(run_dir(ws, run.id))
+        assert run.status.value == "finished", (run_dir(ws, run.id) / "stderr.log").read_text()[-2000:]
+        assert (ws.abs(run.output_dir) / "adapter_config.json").exists()
+        trials.trained = run.id
+    return trials
+
+
+def stop_servers(ws: Workspace) -> None:
+    for server in list_servers(ws):
+        try:
+            stop_server(ws, server.id, grace=3)
+        except Exception:  # noqa: BLE001 - cleaning up: a server that cannot be stopped is killed below
+            pass
+
+
+def detached_sessions(ws: Workspace) -> set[int]:
+    """The sessions of devtune's detached runs and servers, from run.json and server.json: their supervisors,
+    trainers and servers lead them."""
+    sessions: set[int] = set()
+    if ws.runs_dir.is_dir():
+        for directory in ws.runs_dir.iterdir():
+            try:
+                record = read_record(directory)
+            except Exception:  # noqa: BLE001 - a run folder being written: its supervisor is matched below
+                continue
+            sessions |= {ref.pid for ref in (record.supervisor, record.trainer) if ref is not None}
+            sessions |= {record.pgid} if record.pgid else set()
+    for server in list_servers(ws, include_ended=True):
+        sessions |= {server.process.pid} if server.process is not None else set()
+        sessions |= {server.pgid} if server.pgid else set()
+    return sessions
+
+
+def is_detached(ws: Workspace, proc: psutil.Process, sessions: set[int]) -> bool:
+    """A process of a run or a server: in the session of one devtune recorded, or (started a moment before
+    the hang-up, its pid not yet written) in one led by a supervisor of a run folder or a server started in
+    a server folder of this workspace."""
+    try:
+        sid = os.getsid(proc.pid)
+    except OSError:
+        return False
+    if sid in sessions:
+        return True
+    try:
+        leader = psutil.Process(sid)
+        argv = leader.cmdline()
+        if "core.train.supervisor" in argv and any(a.startswith(str(ws.runs_dir)) for a in argv):
+            return True
+        return Path(leader.cwd()).parent == ws.servers_dir
+    except (psutil.Error, OSError):
+        return False
+
+
+def classify(term: PtySession, ws: Workspace, result: TrialResult) -> None:
+    """Count what the wizard had started: helpers (their own sessions), children in its session, runs' and
+    servers' processes."""
+    sessions = detached_sessions(ws)
+    for d in list(term.seen.values()):
+        if d.session in sessions:
+            result.detached += 1
+        elif d.session == term.proc.pid:
+            result.children += 1
+        else:
+            result.helpers += 1
+
+
+def leftovers(term: PtySession, ws: Workspace) -> list[tuple[Descendant, psutil.Process]]:
+    sessions = detached_sessions(ws)
+    return [(d, p) for d, p in term.still_alive() if not is_detached(ws, p, sessions)]
+
+
+def hang_up_and_check(term: PtySession, t: Trials, result: TrialResult) -> TrialResult:
+    ws, pid = t.ws, term.proc.pid
     term._closing.set()
     term._reader.join(2)
     before = cpu_seconds(pid)
     term.hang_up()
+    deadline = term.hung_up_at + EXIT_WITHIN
     last = before
-    while time.monotonic() - term.hung_up_at < EXIT_WITHIN:
-        if term.proc.poll() is not None:
-            break
+    while time.monotonic() < deadline and term.proc.poll() is None:
         now = cpu_seconds(pid)
         if now is not None:
             last = now
@@ -104,84 +247,155 @@ def hang_up_and_check(term: PtySession, ws: Workspace, run_id: str, result: Tria
     else:
         result.detail = f"still running {EXIT_WITHIN:.0f} s after the hang-up"
     result.cpu_after = round((last or 0.0) - (before or 0.0), 2) if before is not None else 0.0
-    wait_for(lambda: not [p for p in term.session_processes() if p.pid != pid], timeout=3)
-    result.leftovers = [f"{p.pid} {' '.join(p.cmdline()[:3])}" for p in term.session_processes()
-                        if p.is_running() and p.status() != "zombie"]
+    term._sampler.join(2)
+    # Every descendant recorded, and every process left in the wizard's session, gone by the deadline.
+    wait_for(lambda: not leftovers(term, ws) and not [p for p in term.session_processes() if p.pid != pid],
+             timeout=max(1.0, deadline - time.monotonic()))
+    left = leftovers(term, ws)
+    left += [(None, p) for p in term.session_processes()
+             if p.pid != pid and p.status() != psutil.STATUS_ZOMBIE and all(p.pid != q.pid for _d, q in left)]
+    result.leftovers = [f"{p.pid} {' '.join(p.cmdline()[:4])[:160]}" for _d, p in left if p.is_running()]
+    for _d, p in left:  # so that one failure does not spill into the next trials
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    classify(term, ws, result)
     if ws.state_file.exists():
         try:
             WizardState.model_validate_json(ws.state_file.read_bytes())
         except ValueError as exc:
             result.state_ok, result.detail = False, f"state.json: {exc}"
-    result.run_alive = refresh(run_dir(ws, run_id)).active
+    result.run_alive = refresh(run_dir(ws, t.sleeper)).active
     return result
 
 
-def trial(ws: Workspace, run_id: str, rng: random.Random, size: tuple[int, int], moment: str,
+def prepare(t: Trials, moment: str) -> None:
+    """The wizard's state for the moment: the file the Data step opens, the run Train and Merge show."""
+    run = t.trained if moment == "merge" and t.trained else t.sleeper
+
+    def mutate(state: WizardState) -> None:
+        state.dataset_file = "data/big.jsonl" if moment == "lint" else "data/support_clean.jsonl"
+        state.active_run, state.active_server, state.export_dir = run, None, None
+
+    t.ws.update_state(mutate)
+
+
+def clean_up(t: Trials, moment: str) -> None:
+    """Stop what the trial started detached (an export, a server): they are meant to survive the wizard, and
+    the next trial starts from the same workspace."""
+    ws = t.ws
+    if moment == "merge":
+        for run in list_runs(ws):
+            if run.kind == "export" and run.active:
+                stop_run(ws, run.id, graceful_timeout=2, term_timeout=2)
+        if t.trained:
+            shutil.rmtree(ws.exports_dir / t.trained, ignore_errors=True)
+    if moment == "serve":
+        stop_servers(ws)
+
+
+STEP_OF = {"lint": 1, "lf-check": 3, "confirm": 4, "merge": 5, "serve": 6}
+
+
+def drive(term: PtySession, rng: random.Random, moment: str, step: int | None) -> None:
+    """Bring the wizard to `moment` and leave it there a random while."""
+    if moment == "starting":
+        time.sleep(rng.uniform(0.0, 1.5))
+        return
+    assert term.wait_for_output(), term.text()[-2000:]
+    time.sleep(0.3)
+    term.send(str(step or STEP_OF.get(moment) or rng.randint(1, 6)).encode())
+    if moment == "step":
+        time.sleep(rng.uniform(0.0, 3.0))
+    elif moment == "help":
+        time.sleep(rng.uniform(0.2, 1.0))
+        term.send(F1)
+        time.sleep(rng.uniform(0.0, 1.0))
+    elif moment == "confirm":  # "Stop run sleeper?" on the Train step, left unanswered
+        time.sleep(rng.uniform(1.0, 2.0))
+        term.send(F8)
+        time.sleep(rng.uniform(0.3, 1.5))
+    else:  # a long action: F5 (lint, merge, serve) or F6 (LLaMA-Factory's check; Merge: the check again)
+        time.sleep(rng.uniform(1.0, 2.0))
+        key = F6 if moment == "lf-check" or (moment == "merge" and rng.random() < 0.3) else F5
+        term.send(key)
+        time.sleep(rng.uniform(0.0, 5.0 if moment == "merge" else 4.0))
+
+
+def trial(t: Trials, rng: random.Random, size: tuple[int, int], moment: str, ending: str = "hang-up",
           step: int | None = None) -> TrialResult:
     cols, rows = size
-    result = TrialResult(moment, size)
-    with PtySession([DEVTUNE, "-w", str(ws.root)], cols=cols, rows=rows, env=term_env(), cwd=ws.root) as term:
-        if moment == "starting":
-            time.sleep(rng.uniform(0.0, 1.5))
-        else:
-            assert term.wait_for_output(), term.text()[-2000:]
-            time.sleep(0.3)
-            term.send(str(step or rng.randint(1, 6)).encode())
-            if moment == "step":
-                time.sleep(rng.uniform(0.0, 3.0))
-            elif moment == "modal":
-                time.sleep(rng.uniform(0.2, 1.0))
-                term.send(F1)
-                time.sleep(rng.uniform(0.0, 1.0))
-            else:  # quitting
-                time.sleep(rng.uniform(0.3, 3.0))
+    result = TrialResult(moment, size, ending)
+    prepare(t, moment)
+    try:
+        with PtySession([DEVTUNE, "-w", str(t.ws.root)], cols=cols, rows=rows, env=term_env(),
+                        cwd=t.ws.root) as term:
+            drive(term, rng, moment, step)
+            if ending == "ctrl+q":
                 term.send(CTRL_Q)
                 time.sleep(rng.uniform(0.0, 2.0) if step is None else rng.uniform(0.0, 0.15))
-        return hang_up_and_check(term, ws, run_id, result)
+            return hang_up_and_check(term, t, result)
+    finally:
+        clean_up(t, moment)
+
+
+def median_max(values: list[float]) -> str:
+    return f"median {statistics.median(values):.2f} s, max {max(values):.2f} s" if values else "-"
 
 
 def describe(results: list[TrialResult]) -> str:
     bad = [r for r in results if not r.ok]
-    exits = sorted(r.exit_seconds for r in results if r.exit_seconds is not None)
-    cpu = sorted(r.cpu_after for r in results)
-    lines = [f"{len(results) - len(bad)} of {len(results)} trials left nothing behind"]
-    if exits:
-        lines.append(f"exit after hang-up: median {exits[len(exits) // 2]:.2f} s, max {exits[-1]:.2f} s")
-    lines.append(f"CPU after hang-up: median {cpu[len(cpu) // 2]:.2f} s, max {cpu[-1]:.2f} s")
-    lines += [f"FAILED {r.moment} {r.size}: exit={r.exit_seconds} cpu={r.cpu_after} leftovers={r.leftovers} "
-              f"state_ok={r.state_ok} run_alive={r.run_alive} {r.detail}" for r in bad]
+    lines = [f"{len(results)} trials: {len(results) - len(bad)} left nothing behind; leftover processes: "
+             f"{sum(len(r.leftovers) for r in results)}",
+             f"exit after the hang-up: {median_max([r.exit_seconds for r in results if r.exit_seconds is not None])}",
+             f"CPU after the hang-up: {median_max([r.cpu_after for r in results])}",
+             "sizes: " + ", ".join(f"{c}x{r} {sum(x.size == (c, r) for x in results)}" for c, r in SIZES)
+             + "; endings: " + ", ".join(f"{e} {sum(x.ending == e for x in results)}" for e in ENDINGS)]
+    for moment in MOMENTS:
+        of = [r for r in results if r.moment == moment]
+        if of:
+            lines.append(f"  {moment:<9} {len(of):>3} trials; saw helpers in {sum(r.helpers > 0 for r in of)}, "
+                         f"own-session children in {sum(r.children > 0 for r in of)}, "
+                         f"runs/servers in {sum(r.detached > 0 for r in of)}")
+    lines += [f"FAILED {r.moment} {r.size} {r.ending}: exit={r.exit_seconds} cpu={r.cpu_after} "
+              f"leftovers={r.leftovers} state_ok={r.state_ok} run_alive={r.run_alive} {r.detail}" for r in bad]
     return "\n".join(lines)
 
 
-@pytest.mark.parametrize("moment", MOMENTS)
-def test_the_wizard_exits_when_its_terminal_goes_away(workspace, moment):
-    ws, run_id = workspace
+@pytest.mark.parametrize("moment", [m for m in MOMENTS if m != "merge"])
+def test_the_wizard_exits_when_its_terminal_goes_away(trials, moment):
     rng = random.Random(f"default-{moment}")
-    results = [trial(ws, run_id, rng, size, moment) for size in SIZES]
-    assert all(r.ok for r in results), describe(results)
-
-
-def test_ctrl_q_on_the_config_step_then_a_hang_up(workspace):
-    """The case found by hand: step 3, Ctrl+Q, the terminal closed half a second later (left a process
-    spinning a core, reparented to init, in 3 of 3 tries)."""
-    ws, run_id = workspace
-    rng = random.Random("config-quit")
-    results = [trial(ws, run_id, rng, size, "quitting", step=3) for size in SIZES for _ in range(2)]
-    assert all(r.ok for r in results), describe(results)
-
-
-def test_monitor_follow_exits_when_its_terminal_goes_away(workspace):
-    ws, run_id = workspace
-    result = TrialResult("monitor --follow", (100, 30))
-    argv = [DEVTUNE, "-w", str(ws.root), "monitor", run_id, "--follow"]
-    with PtySession(argv, cols=100, rows=30, env=term_env(), cwd=ws.root) as term:
-        assert term.wait_for_output("[running]"), term.text()[-2000:]
-        time.sleep(0.5)
-        hang_up_and_check(term, ws, run_id, result)
+    n = MOMENTS.index(moment)
+    result = trial(trials, rng, SIZES[n % 2], moment, ENDINGS[(n // 2) % 2])
     assert result.ok, describe([result])
 
 
-def test_attached_train_exits_when_its_terminal_goes_away_and_the_run_goes_on(tmp_path, lf_env, monkeypatch):
+def test_the_wizard_exits_during_a_merge(trained):
+    rng = random.Random("default-merge")
+    results = [trial(trained, rng, size, "merge", ending) for size, ending in zip(SIZES, ENDINGS)]
+    assert all(r.ok for r in results), describe(results)
+
+
+def test_ctrl_q_on_the_config_step_then_a_hang_up(trials):
+    """The case found by hand: step 3, Ctrl+Q, the terminal closed half a second later (left a process
+    spinning a core, reparented to init, in 3 of 3 tries)."""
+    rng = random.Random("config-quit")
+    results = [trial(trials, rng, size, "step", "ctrl+q", step=3) for size in SIZES for _ in range(2)]
+    assert all(r.ok for r in results), describe(results)
+
+
+def test_monitor_follow_exits_when_its_terminal_goes_away(trials):
+    result = TrialResult("monitor --follow", (100, 30))
+    argv = [DEVTUNE, "-w", str(trials.ws.root), "monitor", trials.sleeper, "--follow"]
+    with PtySession(argv, cols=100, rows=30, env=term_env(), cwd=trials.ws.root) as term:
+        assert term.wait_for_output("[running]"), term.text()[-2000:]
+        time.sleep(0.5)
+        hang_up_and_check(term, trials, result)
+    assert result.ok, describe([result])
+
+
+def test_attached_train_exits_when_its_terminal_goes_away_and_the_run_goes_on(tmp_path, lf_env):
     from tests.core.config_workspace import register_dataset
 
     ws = Workspace(tmp_path / "ws")
@@ -195,19 +409,31 @@ def test_attached_train_exits_when_its_terminal_goes_away_and_the_run_goes_on(tm
         assert term.wait_for_output("[", timeout=120), term.text()[-2000:]
         assert wait_for(lambda: bool(list_runs(ws)), timeout=30)
         run_id = list_runs(ws)[0].id
-        result = hang_up_and_check(term, ws, run_id, TrialResult("train (attached)", (100, 30)))
+        result = hang_up_and_check(term, Trials(ws, run_id), TrialResult("train (attached)", (100, 30)))
     try:
-        assert result.ok, describe([result])
+        assert result.ok and result.detached, describe([result])
     finally:
         stop_run(ws, run_id, graceful_timeout=5, term_timeout=5)
 
 
-@pytest.mark.skipif(os.environ.get("DEVTUNE_SOAK") != "1", reason="the soak test runs with DEVTUNE_SOAK=1")
-def test_soak_no_process_outlives_its_terminal(workspace, capsys):
-    ws, run_id = workspace
+def soak_selected(config) -> bool:
+    expr = config.getoption("markexpr") or ""
+    return "soak" in expr and "not soak" not in expr
+
+
+@pytest.mark.soak
+@pytest.mark.timeout(0)
+def test_soak_no_process_outlives_its_terminal(request, trained):
+    if not soak_selected(request.config):
+        pytest.skip("the soak test runs when selected: pytest -m soak tests/e2e/test_terminal_loss.py")
     n = int(os.environ.get("DEVTUNE_SOAK_TRIALS", "100"))
     rng = random.Random(int(os.environ.get("DEVTUNE_SOAK_SEED", "1")))
-    results = [trial(ws, run_id, rng, rng.choice(SIZES), rng.choice(MOMENTS)) for _ in range(n)]
-    with capsys.disabled():
-        print("\n" + describe(results))
+    results = []
+    for i in range(n):
+        r = trial(trained, rng, rng.choice(SIZES), rng.choice(MOMENTS), rng.choice(ENDINGS))
+        results.append(r)
+        print(f"[{i + 1}/{n}] {r.moment} {r.size[0]}x{r.size[1]} {r.ending}: exit {r.exit_seconds} s, cpu {r.cpu_after} s, "
+              f"helpers {r.helpers}, children {r.children}, detached {r.detached}, "
+              f"{'ok' if r.ok else 'FAILED ' + str(r.leftovers) + ' ' + r.detail}", flush=True)
+    print("\n" + describe(results))
     assert all(r.ok for r in results), describe(results)
