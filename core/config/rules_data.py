@@ -64,8 +64,8 @@ def _cutoff(spec: TrainSpec, name: str, summary) -> list[ConfigFinding]:
     pct = summary.token_percentiles or {}
     cutoff = int(value(spec, "cutoff_len"))
     longest = pct.get("max")
-    if not longest:
-        return []
+    if not longest or value(spec, "stage") == "pt" and value(spec, "packing") is not False:
+        return []  # stage pt packs the text into blocks of cutoff_len (LLaMA-Factory's default there): none is cut
     estimate = "" if summary.tokenizer else _(" (token counts estimated from characters)")
     if cutoff < longest:
         over = summary.over_cutoff.get(str(cutoff))

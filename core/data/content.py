@@ -76,8 +76,9 @@ def pii_kinds(text: str) -> list[str]:
     return kinds
 
 
-def check_texts(texts, output: str, line: int, out: list[Finding], *, pii: bool = True) -> None:
-    """The content findings of one row. `texts` are (field, text) pairs, `output` the trained target."""
+def check_texts(texts, output: str, line: int, out: list[Finding], *, pii: bool = True, short: bool = True) -> None:
+    """The content findings of one row. `texts` are (field, text) pairs, `output` the trained target
+    (`short`: say when it is very short; not for pre-training text, whose lines may be short)."""
     ws_fields = [f for f, t in texts if t and (t.strip() != t or _ZW_RE.search(t))]
     if ws_fields:
         zw = any(_ZW_RE.search(t) for _f, t in texts)
@@ -106,7 +107,7 @@ def check_texts(texts, output: str, line: int, out: list[Finding], *, pii: bool 
             out.append(finding("repetition", line, _(
                 "L{line}: output repeats itself ({pct}% repeated 10-character runs); check the source",
                 line=line, pct=int(ratio * 100))))
-    if is_short(output):
+    if short and is_short(output):
         out.append(finding("short-output", line, _n(
             "L{line}: very short output ({n} character); check it is a real answer",
             "L{line}: very short output ({n} characters); check it is a real answer", len(output.strip()), line=line)))

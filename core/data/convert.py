@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from core.data.fix import FixRefused, FixReport, RowWriter, default_rejects_path
-from core.data.reader import CSV, EMPTY, TEXT, ReadNotes, iter_text_lines, probe_file
+from core.data.reader import CSV, EMPTY, TEXT, probe_file
 from core.data.schema import ALPACA, MESSAGES, SHAREGPT, detect_schema
-from core.data.sources import _CHAT, _QA, _TIME, ConvertError, Unit, csv_units, json_units, text_units
+from core.data.speaker_tags import speaker_counts
+from core.data.sources import ConvertError, Unit, csv_units, json_units, text_units
 from core.i18n import _, _n
 
 SOURCES = ("auto", "chatlog", "qa", "csv", "sharegpt", "messages")
@@ -70,15 +71,7 @@ def detect_source(path: Path) -> str:
     if probe.layout == EMPTY:
         raise ConvertError(_("{file} is empty", file=path))
     if probe.layout == TEXT:
-        chat = qa = 0
-        for n, (_line, text) in enumerate(iter_text_lines(path, probe.encoding, ReadNotes())):
-            body = _TIME.sub("", text, count=1).strip()
-            if _QA.match(body):
-                qa += 1
-            elif _CHAT.match(body):
-                chat += 1
-            if n > 2000:
-                break
+        chat, qa = speaker_counts(path, probe.encoding)
         if not chat and not qa:
             raise ConvertError(_("{file}: no speaker tags found (用户：/客服：, Q:/A:, 问：/答：); nothing to convert",
                                  file=path))

@@ -24,9 +24,9 @@ from core.data import content
 from core.data.json_repair import diagnose, duplicate_keys
 from core.data.findings import CONFIRM, NONE, SAFE
 from core.data.lint import LintOptions, LintReport, lint_file
-from core.data.reader import CSV, EMPTY, TEXT, ReadNotes, iter_records, probe_file
+from core.data.reader import CSV, EMPTY, TEXT, TEXT_COLUMN, ReadNotes, is_text_file, iter_records, probe_file
 from core.data.scan import key_count
-from core.data.schema import ALIASES, ALPACA, Schema, check_row
+from core.data.schema import ALIASES, ALPACA, PRETRAIN, Schema, check_row
 from core.i18n import _, _n
 
 
@@ -99,8 +99,10 @@ def default_rejects_path(output: Path) -> Path:
 class RowWriter:
     """Output and rejects, both atomic; or nothing at all in a dry run (the screen's preview)."""
 
-    def __init__(self, report: FixReport, dry_run: bool, preview: int, force: bool) -> None:
+    def __init__(self, report: FixReport, dry_run: bool, preview: int, force: bool,
+                 text_column: str | None = None) -> None:
         self.r = report
+        self.text_column = text_column  # a .txt output: that column's text, a line per row
         self.dry_run = dry_run
         self.preview = preview
         self.force = force
@@ -135,7 +137,9 @@ class RowWriter:
         self.r.rows_out += 1
         if len(self.r.preview) < self.preview:
             self.r.preview.append(row)
-        if self.out is not None:
+        if self.out is not None and self.text_column:
+            self.out.write(str(row.get(self.text_column, "")).encode("utf-8", "surrogatepass") + b"\n")
+        elif self.out is not None:
             self.out.write(self.dumps(row) + b"\n")
 
     def reject(self, line: int, reason: str, rule: str, raw: bytes | str) -> None:
@@ -162,16 +166,23 @@ def fix_file(source: str | os.PathLike, output: str | os.PathLike, *, rejects: s
     if not dry_run and out.exists() and not force:
         raise FileExistsRefused(out)
     probe = probe_file(src)
-    if probe.layout in (TEXT, CSV, EMPTY):
-        from core.data.lint import convert_hint_paths
+    report = lint
+    if probe.layout == TEXT and is_text_file(probe):
+        report = report or lint_file(src, LintOptions())
+    if probe.layout in (TEXT, CSV, EMPTY) and not (report and report.schema.text_file):
+        from core.data.wording import convert_hint_paths
 
         hint_src, hint_out = convert_hint_paths(src)
         raise FixRefused(_("{file} is not a JSON dataset ({layout}); convert it first: devtune data convert {file} "
                            "-o {out}", file=hint_src, layout=probe.layout, out=hint_out))
-    report = lint or lint_file(src, LintOptions())
+    text_out = out.suffix.lower() == ".txt"
+    if text_out and not (report and report.schema.text_file):
+        raise FixRefused(_("{out}: LLaMA-Factory reads a .txt file as plain text, a row per line; fix writes JSON "
+                           "rows: choose a .jsonl name", out=out))
+    report = report or lint_file(src, LintOptions())
     result = FixReport(str(src), str(out), str(rej))
     fixer = _RowFixer(report.schema, yes, result, report)
-    with RowWriter(result, dry_run, preview, force) as writer:
+    with RowWriter(result, dry_run, preview, force, text_column=TEXT_COLUMN if text_out else None) as writer:
         for n, rec in enumerate(iter_records(probe, ReadNotes())):
             if progress and n % 100000 == 0 and n:
                 progress(_n("fix: {n} row", "fix: {n} rows", n))
@@ -294,7 +305,13 @@ class _RowFixer:
             return _("needs --yes: {rules}", rules=", ".join(names))
         rules += [f.rule for f in findings if f.fix in (SAFE, CONFIRM) and f.rule != "whitespace"]
         if not self.canonical:
-            return {k: v if k in self.verbatim else self._clean_strings(v, rules) for k, v in value.items()}
+            row = {k: v if k in self.verbatim else self._clean_strings(v, rules) for k, v in value.items()}
+            if schema.task == PRETRAIN and not str(row.get(schema.prompt) or "").strip():
+                if self.yes:
+                    rules.append("empty-output")
+                    return _("empty text")
+                self.unfixed.append("empty-output")  # --yes drops it
+            return row
         row = self._alpaca(value, schema, rules, by_rule)
         response = "output" if "output" in row else schema.response
         if not str(row.get(response, "")).strip():

@@ -24,10 +24,12 @@ from core.data.duplicates import find_duplicates
 from core.data.lint_progress import LintProgress
 from core.data.parallel_scan import merge_parts, plan_spans, run_parts
 from core.data.reader import (CSV, EMPTY, JSON_ARRAY, JSON_STREAM, JSONL, TEXT, FileProbe, ReadNotes,
-                                 iter_records, probe_file)
+                                 is_text_file, iter_records, probe_file)
 from core.data.scan import PartResult, ScanContext, paused_gc, scan_records, severity_of_key_change
 from core.data.schema import ALPACA, FEEDBACK, UNKNOWN, Schema, detect_schema
 from core.data.stats import DatasetStats, StatsAccumulator, build_stats
+from core.data.text_dataset import text_dataset
+from core.data.wording import convert_hint_paths
 from core.i18n import _, _n
 
 SCHEMA_SAMPLE_ROWS = 200
@@ -99,6 +101,10 @@ def schema_for(path, rows: list, kind: str | None = None, use_entry: bool = True
 
     from core.data.dataset_entry import find_entry, schema_from_entry
 
+    probe = probe_file(path)
+    text = text_dataset(probe, kind, use_entry) if is_text_file(probe) else None
+    if text is not None:
+        return text.schema
     found = find_entry(path) if use_entry else None
     if found is not None:
         schema = schema_from_entry(found.entry, found.name)
@@ -254,15 +260,6 @@ def _file_findings(probe: FileProbe, notes: ReadNotes, merged: PartResult, schem
     return out
 
 
-def convert_hint_paths(path) -> tuple[str, str]:
-    """The source as given and a JSON Lines file beside it, quoted for a shell: a hint that runs as printed."""
-    import shlex
-    from pathlib import Path
-
-    src = Path(path)
-    return shlex.quote(str(src)), shlex.quote(str(src.with_suffix(".jsonl")))
-
-
 def _not_a_dataset(probe: FileProbe) -> Finding:
     if probe.layout == EMPTY:
         return finding("not-json", 1, _("L1: the file is empty; there is nothing to train on"), fix=NONE)
@@ -285,7 +282,9 @@ def lint_file(path: str | os.PathLike, options: LintOptions | None = None,
     t0 = time.perf_counter()
     probe = probe_file(path)
     enc = probe.encoding
-    if probe.layout in (TEXT, CSV, EMPTY) or enc.encoding == "binary":
+    text = text_dataset(probe, opts.kind, opts.use_entry) if is_text_file(probe) and enc.encoding != "binary" \
+        else None
+    if (probe.layout in (TEXT, CSV, EMPTY) or enc.encoding == "binary") and text is None:
         schema = Schema(kind=UNKNOWN)
         empty = build_stats(StatsAccumulator(), rows=0, cutoff_len=opts.cutoff_len, token_source="estimate",
                             duplicates=0, conflicts=0, near_duplicates=None)
@@ -295,7 +294,7 @@ def lint_file(path: str | os.PathLike, options: LintOptions | None = None,
                           time.perf_counter() - t0)
 
     rows = sample_rows(probe)
-    schema = schema_for(probe.path, rows, opts.kind, opts.use_entry)
+    schema = text.schema if text is not None else schema_for(probe.path, rows, opts.kind, opts.use_entry)
     keys, overhead = _expected_keys(rows, schema)
     ctx = ScanContext(str(probe.path), schema, keys, overhead, opts.cutoff_len,
                       estimate_too_long=opts.tokenizer is None, size=probe.size,
@@ -318,6 +317,7 @@ def lint_file(path: str | os.PathLike, options: LintOptions | None = None,
                 fp.discard()
         findings = merged.findings
         findings += _file_findings(probe, merged.notes, merged, schema)
+        findings += text.findings if text is not None else []
         # many findings of one kind: translate the template once, fill it per row
         findings += findings_for_pairs("duplicate", _("L{line}: duplicate of L{other}; fix keeps the first"),
                                        dups.duplicate_lines, dups.duplicate_of)

@@ -174,11 +174,84 @@ def iter_decoded_jsonl(path: Path, enc: EncodingGuess, notes: ReadNotes) -> Iter
         yield Record(line_no, text.encode(UTF8, errors="surrogatepass"), -1, how)
 
 
+# ---------------------------------------------------------------- a .txt dataset (pre-training text)
+
+TEXT_COLUMN = "text"  # the one column datasets' text builder makes
+
+
+def is_text_file(probe: FileProbe) -> bool:
+    """Plain text in a .txt file: what LLaMA-Factory loads as rows of text, one per line."""
+    return probe.layout == TEXT and probe.path.suffix.lower() == ".txt"
+
+
+def iter_text_rows(probe: FileProbe, notes: ReadNotes) -> Iterator[Record]:
+    """Every line of a .txt file as the Record of the row LLaMA-Factory reads from it, {"text": line}:
+    datasets' text builder opens the file as UTF-8 text (universal newlines: "\n", "\r\n" and a lone "\r"
+    each end a line, and the break is not kept) and makes a row of every line, an empty one too. `line`
+    counts those rows (a lone "\r" starts a new one). A UTF-8 BOM is noted and left out of the text."""
+    import orjson
+
+    def record(line_no: int, text: str, how: str) -> Record:
+        try:
+            raw = orjson.dumps({TEXT_COLUMN: text})
+        except TypeError:  # a lone surrogate: orjson refuses it
+            import json
+
+            raw = json.dumps({TEXT_COLUMN: text}, ensure_ascii=False).encode(UTF8, "surrogatepass")
+        return Record(line_no, raw, -1, how)
+
+    row = 0
+    enc = probe.encoding
+    if enc.encoding.startswith("utf-16"):
+        notes.bom = enc.bom
+        how = "utf-16"
+        for _line, text in iter_text_lines(probe.path, enc, notes):
+            for part in text.split("\r"):
+                row += 1
+                yield record(row, part, how)
+        notes.lines = notes.last_line = row
+        notes.crlf_lines = notes.first_crlf_line = 0  # datasets reads CRLF as a line break
+        notes.final_newline = True
+        return
+    with open(probe.path, "rb") as fh:
+        pending = b""
+        while True:
+            block = fh.read(BLOCK)
+            data = pending + block
+            lines = data.split(b"\n")
+            pending = lines.pop() if block else b""
+            for raw in lines if block or data else ():
+                if raw.endswith(b"\r"):
+                    raw = raw[:-1]
+                for part in raw.split(b"\r"):
+                    row += 1
+                    if row == 1 and part.startswith(BOM_UTF8):
+                        notes.bom = True
+                        part = part[3:]
+                    if part.isascii():
+                        yield record(row, part.decode("ascii"), UTF8)
+                        continue
+                    text, how = decode_line(part)
+                    if how == GB18030:
+                        notes.transcoded_lines += 1
+                        notes.first_transcoded_line = notes.first_transcoded_line or row
+                    elif how != UTF8:
+                        notes.invalid_lines += 1
+                        notes.first_invalid_line = notes.first_invalid_line or row
+                    yield record(row, text, how)
+            if not block:
+                break
+    notes.lines = notes.last_line = row
+
+
 def iter_records(probe: FileProbe, notes: ReadNotes | None = None) -> Iterator[Record]:
-    """Every JSON value of the file as a Record, whatever the layout (text/CSV files yield their lines)."""
+    """Every JSON value of the file as a Record, whatever the layout (a .txt file: the row of each line,
+    `iter_text_rows`; other text/CSV files yield their lines)."""
     notes = notes if notes is not None else ReadNotes()
     enc = probe.encoding
-    if probe.layout in (JSON_ARRAY, JSON_STREAM):
+    if is_text_file(probe):
+        yield from iter_text_rows(probe, notes)
+    elif probe.layout in (JSON_ARRAY, JSON_STREAM):
         yield from iter_json_values(probe.path, enc, notes, array=probe.layout == JSON_ARRAY)
     elif probe.layout == EMPTY:
         return

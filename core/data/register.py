@@ -158,7 +158,7 @@ def register_dataset(file: str | os.PathLike, name: str, dataset_dir: str | os.P
                               "dataset lists on commas)", name=name))
     if not path.is_file():
         raise FileNotFoundError(path)
-    if path.suffix.lower() not in FILE_TYPES or path.suffix.lower() == ".txt":
+    if path.suffix.lower() not in FILE_TYPES:
         raise RegisterError(_("{file}: LLaMA-Factory reads {suffix} files as {kind}, not as a JSON dataset; "
                               "convert or fix it to .jsonl first", file=path, suffix=path.suffix or "(none)",
                               kind=FILE_TYPES.get(path.suffix.lower(), _("unsupported"))))
@@ -188,6 +188,9 @@ def register_dataset(file: str | os.PathLike, name: str, dataset_dir: str | os.P
 
 def lint_dataset_info(dataset_dir: str | os.PathLike) -> list[Finding]:
     """Rule 14: every entry of dataset_info.json names a file LLaMA-Factory can load, in a known format."""
+    from core.data.dataset_entry import schema_from_entry
+    from core.data.text_dataset import reads_text
+
     ddir = Path(dataset_dir)
     path = ddir / INFO_FILE
     try:
@@ -214,10 +217,11 @@ def lint_dataset_info(dataset_dir: str | os.PathLike) -> list[Finding]:
             if not target.exists():
                 out.append(finding("dataset-info", line, _(
                     "L{line}: dataset_info: \"{name}\" file {file} not found", line=line, name=name, file=fn)))
-            elif suffix == ".txt":
+            elif suffix == ".txt" and not reads_text(schema_from_entry(entry, name)):
                 out.append(finding("dataset-info", line, _(
-                    "L{line}: dataset_info: \"{name}\": .txt loads as plain text, not rows; convert it to .jsonl",
-                    line=line, name=name)))
+                    "L{line}: dataset_info: \"{name}\": a .txt file loads as one \"text\" column, a row per line; "
+                    "only \"columns\": {{\"prompt\": \"text\"}} (stage pt) reads it; convert it to .jsonl for "
+                    "other kinds", line=line, name=name)))
             elif target.is_file() and suffix not in FILE_TYPES:
                 out.append(finding("dataset-info", line, _(
                     "L{line}: dataset_info: \"{name}\": {suffix} is not a file type LLaMA-Factory loads",

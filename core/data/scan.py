@@ -21,7 +21,7 @@ from core.data.duplicates import Fingerprints, prompt_hash, text_hash
 from core.data.findings import ERROR, INFO, NONE, Finding, finding
 from core.data.json_repair import diagnose, duplicate_keys
 from core.data.records import ReadNotes, Record
-from core.data.schema import ALPACA, RowView, Schema, check_row
+from core.data.schema import ALPACA, PRETRAIN, RowView, Schema, check_row
 from core.data.stats import StatsAccumulator, cjk_chars, estimate_tokens
 from core.i18n import _
 
@@ -135,20 +135,38 @@ class Sink:
         """The checks and numbers of a row that can train."""
         out = self.out
         self.r.good += 1
+        text = self.schema.task == PRETRAIN
         if not view.output.strip():
             out.append(finding("empty-output", line, _(
+                "L{line}: empty text; LLaMA-Factory trains on the end-of-text token alone; fix drops the row "
+                "(with --yes)", line=line) if text else _(
                 "L{line}: empty output (trains on an empty target); fix drops the row (with --yes)", line=line)))
-        content.check_texts(view.texts, view.output, line, out, pii=row_may_hit(raw))
+        content.check_texts(view.texts, view.output, line, out, pii=row_may_hit(raw), short=not text)
         chars = sum(view.lengths)
         cjk = sum(cjk_chars(t) for _f, t in view.texts)
         tokens = estimate_tokens(chars, cjk)
         if self.ctx.estimate_too_long and tokens > self.ctx.cutoff_len:
-            out.append(finding("too-long", line, _(
-                "L{line}: ~{tokens} tokens > cutoff_len {cutoff}; will be truncated (raise cutoff_len or shorten "
-                "the row)", line=line, tokens=tokens, cutoff=self.ctx.cutoff_len)))
+            out.append(too_long(line, tokens, self.ctx.cutoff_len, text, estimated=True))
         self.stats.add_row(view.lengths, cjk, tokens)
         self.r.fingerprints.add(int(line), prompt_hash(view.prompt), text_hash(view.output))
         return view
+
+
+def too_long(line: int, tokens: int, cutoff: int, text: bool, estimated: bool) -> Finding:
+    """A row longer than cutoff_len: truncated, except pre-training text, which stage pt packs into blocks of
+    cutoff_len tokens (`packing` is on by default there), so the rest goes on in the next block."""
+    if text:
+        return finding("too-long", line, _(
+            "L{line}: longer than cutoff_len {cutoff} (tokens: {tokens}); stage pt packs the text into blocks of "
+            "cutoff_len (its default), so the rest goes on in the next block; with packing: false it is truncated",
+            line=line, tokens=f"~{tokens}" if estimated else tokens, cutoff=cutoff), severity=INFO)
+    if estimated:
+        return finding("too-long", line, _(
+            "L{line}: ~{tokens} tokens > cutoff_len {cutoff}; will be truncated (raise cutoff_len or shorten "
+            "the row)", line=line, tokens=tokens, cutoff=cutoff))
+    return finding("too-long", line, _(
+        "L{line}: {tokens} tokens > cutoff_len {cutoff}; will be truncated (raise cutoff_len or "
+        "shorten the row)", line=line, tokens=tokens, cutoff=cutoff))
 
 
 def key_count(value: Any) -> int:

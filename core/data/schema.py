@@ -81,6 +81,7 @@ class Schema:
     function_tag: str = "function_call"
     openai: bool = False  # formatting "openai" (messages read by LLaMA-Factory's OpenAI converter)
     source: str = "detected"  # detected | the name of the file's dataset_info.json entry
+    text_file: bool = False  # the lines of a .txt file, a row each (datasets' text builder: one column, "text")
     media_dir: str | None = field(default=None, compare=False)  # where media paths are looked up
 
     @property
@@ -120,6 +121,8 @@ class Schema:
 
     @property
     def label(self) -> str:
+        if self.text_file:
+            return _("plain text, a row per line")
         if self.task == PRETRAIN:
             return f"{self.kind} ({self.prompt})"
         if self.kind == ALPACA and self.task == PREFERENCE:

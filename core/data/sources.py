@@ -13,15 +13,9 @@ from typing import Any, Iterator
 
 from core.data.reader import JSON_ARRAY, JSON_STREAM, JSONL, ReadNotes, iter_records, iter_text_lines, probe_file
 from core.data.schema import ALIASES, detect_schema
+from core.data.speaker_tags import CHAT as _CHAT, QA as _QA, TIME as _TIME
 from core.i18n import _, _n
 
-_TIME = re.compile(r"^\s*\[?\s*(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}[ T])?\d{1,2}:\d{2}(?::\d{2})?\s*\]?\s*")
-_USER_TAGS = r"用户|客户|顾客|买家|访客|会员|User|Customer|Client|Human|Visitor|Buyer"
-_AGENT_TAGS = r"客服|坐席|助手|商家|卖家|人工客服|机器人|Agent|Support|Assistant|Staff|Bot|Seller|AI"
-_CHAT = re.compile(rf"^(?:(?P<user>{_USER_TAGS})|(?P<agent>{_AGENT_TAGS}))[\w\-#. ]{{0,12}}?\s*[:：]\s*(?P<text>.*)$",
-                   re.IGNORECASE)
-_QA = re.compile(r"^(?:(?P<user>Q|问|问题|Question)|(?P<agent>A|答|回答|答案|Answer))\s*[:：.、]\s*(?P<text>.*)$",
-                 re.IGNORECASE)
 _HEADER = re.compile(r"^\s*(?:={2,}|-{3,}|#{1,6}\s|\*{2,}).*$|^\s*(?:会话|对话|Session|Conversation|Chat)\s*[#:：\w-]*"
                      r"\s*(?:={2,})?\s*$", re.IGNORECASE)
 PROMPT_COLUMNS = ("instruction", "question", "prompt", "query", "q", "customer_question", "user", "问题", "用户问题")

@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from core.data.findings import Finding, finding
+from core.data.findings import Finding
 from core.data.lint_progress import LintProgress
 from core.data.reader import FileProbe, ReadNotes, iter_records
-from core.data.schema import Schema, check_row
+from core.data.scan import too_long
+from core.data.schema import PRETRAIN, Schema, check_row
 from core.data.stats import TEMPLATE_OVERHEAD, Histogram
 from core.i18n import _
 
@@ -70,9 +71,7 @@ def count_tokens(probe: FileProbe, schema: Schema, tokenizer: str, cutoff_len: i
             tokens = n + TEMPLATE_OVERHEAD
             result.histogram.add(tokens)
             if tokens > cutoff_len:
-                result.findings.append(finding("too-long", line, _(
-                    "L{line}: {tokens} tokens > cutoff_len {cutoff}; will be truncated (raise cutoff_len or "
-                    "shorten the row)", line=line, tokens=tokens, cutoff=cutoff_len)))
+                result.findings.append(too_long(line, tokens, cutoff_len, schema.task == PRETRAIN, estimated=False))
         text_batch.clear()
         line_batch.clear()
 

@@ -95,3 +95,12 @@ def layout_label(layout: str) -> str:
 def format_shown(fmt: str) -> str:
     """A lint report's format for people: "unknown" (nothing LLaMA-Factory reads) in words."""
     return _("no dataset format") if fmt == "unknown" else fmt
+
+
+def convert_hint_paths(path) -> tuple[str, str]:
+    """The source as given and a JSON Lines file beside it, quoted for a shell: a hint that runs as printed."""
+    import shlex
+    from pathlib import Path
+
+    src = Path(path)
+    return shlex.quote(str(src)), shlex.quote(str(src.with_suffix(".jsonl")))

@@ -1,5 +1,5 @@
 """Small datasets of every kind LLaMA-Factory reads, in the shapes of its data/README.md and of its demo
-files (dpo_en_demo, kto_en_demo, c4_demo, mllm_demo, glaive_toolcall), with the dataset_info.json entries
+files (dpo_en_demo, kto_en_demo, c4_demo, wiki_demo, mllm_demo, glaive_toolcall), with the dataset_info.json entries
 upstream writes for them. Tests write them into their own folders."""
 
 from __future__ import annotations
@@ -45,6 +45,11 @@ def pretrain_rows():
     return [{"text": f"{q} {g}"} for q, g in zip(QUESTIONS, GOOD)]
 
 
+def text_lines():
+    """wiki_demo.txt's shape: one document per line (LLaMA-Factory reads a .txt file a row per line)."""
+    return [f"{q} {g} {b}" for q, g, b in zip(QUESTIONS, GOOD, BAD)]
+
+
 def mllm_rows():
     return [{"messages": [{"role": "user", "content": "<image>" + q},
                           {"role": "assistant", "content": g}], "images": ["mllm_demo_data/1.png"]} for q, g in zip(QUESTIONS, GOOD)]
@@ -73,6 +78,7 @@ KINDS = {
         "tags": {"role_tag": "role", "content_tag": "content", "user_tag": "user", "assistant_tag": "assistant"}},
         "kto"),
     "c4": ("c4_demo.jsonl", pretrain_rows, {"columns": {"prompt": "text"}}, "pt"),
+    "wiki": ("wiki_demo.txt", text_lines, {"columns": {"prompt": "text"}}, "pt"),
     "mllm": ("mllm_demo.json", mllm_rows, {
         "formatting": "sharegpt", "columns": {"messages": "messages", "images": "images"},
         "tags": {"role_tag": "role", "content_tag": "content", "user_tag": "user", "assistant_tag": "assistant"}},
@@ -89,7 +95,9 @@ def write_kind(folder: Path, name: str, *, registered: bool = True) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / file_name
     data = rows()
-    if file_name.endswith(".jsonl"):
+    if file_name.endswith(".txt"):
+        path.write_text("".join(line + "\n" for line in data), encoding="utf-8")
+    elif file_name.endswith(".jsonl"):
         path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in data), encoding="utf-8")
     else:
         path.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")

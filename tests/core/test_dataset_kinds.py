@@ -11,7 +11,7 @@ from core.data.register import register_dataset
 from core.data.schema import FEEDBACK, PREFERENCE, PRETRAIN, SUPERVISED
 from tests.core.dataset_kinds import KINDS, write_kind
 
-TASK = {"dpo_sharegpt": PREFERENCE, "dpo_alpaca": PREFERENCE, "kto": FEEDBACK, "c4": PRETRAIN,
+TASK = {"dpo_sharegpt": PREFERENCE, "dpo_alpaca": PREFERENCE, "kto": FEEDBACK, "c4": PRETRAIN, "wiki": PRETRAIN,
         "mllm": SUPERVISED, "tools": SUPERVISED}
 
 
@@ -177,3 +177,61 @@ def test_pretrain_preview_and_stats(tmp_path):
     assert len(cells) == 1 and cells[0].startswith(row["text"][:40])
     assert render_row(row, report.schema, "llama3") == row["text"]
     assert list(report.stats.fields) == ["text"] and report.stats.rows == 6
+
+
+def test_a_txt_file_is_pretraining_text_a_row_per_line_as_llamafactory_reads_it(tmp_path):
+    """datasets' text builder (what LLaMA-Factory loads a .txt with): every line a row, an empty one too,
+    CRLF and a lone CR end a line, a BOM stays in the first row's text. Lint counts the same rows, warns
+    about the empty one and the BOM; plain fix keeps every row (the BOM removed), --yes drops the empty one."""
+    from datasets import load_dataset
+
+    path = tmp_path / "notes.txt"
+    path.write_bytes("\ufeffFirst document.\r\nSecond document.\rThird one.\n\nFifth, after an empty line.\n"
+                     .encode("utf-8"))
+    loaded = load_dataset("text", data_files=str(path), split="train", cache_dir=str(tmp_path / "cache"))
+    report = lint_file(path)
+    assert report.rows == len(loaded) == 5 and report.schema.text_file and report.schema.task == PRETRAIN
+    assert report.errors == 0, [f.message for f in report.findings]
+    assert {(f.rule, f.line) for f in report.findings if f.severity == "warning"} == {("bom", 1), ("empty-output", 4)}
+    assert [f.rule for f in report.findings if f.severity == "info" and f.line == 1] == ["pretrain-text"]
+    kept = fix_file(path, tmp_path / "kept.txt")
+    assert (kept.rows_out, kept.rows_rejected) == (5, 0) and kept.kept_unfixed["empty-output"] == 1
+    assert (tmp_path / "kept.txt").read_text(encoding="utf-8").splitlines() == [
+        "First document.", "Second document.", "Third one.", "", "Fifth, after an empty line."]
+    dropped = fix_file(path, tmp_path / "dropped.jsonl", yes=True)
+    assert (dropped.rows_out, dropped.rows_rejected) == (4, 1)
+    assert json.loads((tmp_path / "dropped.jsonl").read_text().splitlines()[0]) == {"text": "First document."}
+    assert lint_file(tmp_path / "kept.txt").warnings == 1  # the empty row only
+
+
+def test_txt_files_that_are_not_pretraining_text(tmp_path):
+    """An unregistered chat log is left to convert; a .txt entry that reads other columns is an error that
+    says which entry reads it; JSON in a .txt is refused; fix writes .txt only from a .txt of text."""
+    from core.data.fix import FixRefused
+    from core.data.register import lint_dataset_info
+
+    chat = tmp_path / "chat.txt"
+    chat.write_text("User: where is my order?\nAgent: on its way.\n", encoding="utf-8")
+    assert [f.rule for f in lint_file(chat).findings] == ["not-json"]
+    assert lint_file(chat, LintOptions(kind=PRETRAIN)).schema.text_file
+    with pytest.raises(FixRefused, match="convert"):
+        fix_file(chat, tmp_path / "chat_fixed.jsonl")
+    wiki = write_kind(tmp_path, "wiki")
+    info = json.loads((tmp_path / "dataset_info.json").read_text())
+    info["wiki"]["columns"] = {"prompt": "instruction", "response": "output"}
+    (tmp_path / "dataset_info.json").write_text(json.dumps(info))
+    errors = [f for f in lint_file(wiki).findings if f.severity == "error"]
+    assert [f.rule for f in errors] == ["pretrain-text"] and "entry wiki" in errors[0].message
+    assert [f.rule for f in lint_dataset_info(tmp_path)] == ["dataset-info"]
+    with pytest.raises(FixRefused, match=".jsonl"):
+        fix_file(write_kind(tmp_path, "c4"), tmp_path / "c4.txt")
+
+
+def test_register_refuses_json_in_a_txt_file(tmp_path):
+    from core.data.register import RegisterRefused
+
+    txt = tmp_path / "rows.txt"
+    txt.write_text(json.dumps({"instruction": "q", "output": "a"}) + "\n")
+    assert [f.rule for f in lint_file(txt).findings if f.severity == "error"] == ["extension"]
+    with pytest.raises(RegisterRefused):
+        register_dataset(txt, "rows", tmp_path)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from core.data.fix import fix_file
-from core.data.register import (RegisterError, lint_dataset_info, read_dataset_info, register_dataset,
+from core.data.register import (RegisterError, RegisterRefused, lint_dataset_info, read_dataset_info, register_dataset,
                                    refresh_summary)
 from core.data.lint import lint_file
 from core.data.summary import load_summary
@@ -50,7 +50,7 @@ def test_refuses_files_with_errors_and_bad_names(ws):
         register_dataset(ws.data_dir / "qa_pairs.json", "a,b", ws.data_dir)
     txt = ws.data_dir / "notes.txt"
     txt.write_text('{"instruction": "q", "output": "a"}\n')
-    with pytest.raises(RegisterError, match="plain text|text"):
+    with pytest.raises(RegisterRefused, match="1 lint error"):  # JSON in a .txt: LLaMA-Factory reads its lines
         register_dataset(txt, "notes", ws.data_dir)
 
 
@@ -82,13 +82,15 @@ def test_registry_lint(ws):
         "good": {"file_name": "qa_pairs.json", "columns": {"prompt": "question", "response": "answer"}},
         "missing": {"file_name": "nope.jsonl"},
         "text": {"file_name": "notes.txt"},
+        "wiki": {"file_name": "notes.txt", "columns": {"prompt": "text"}},
         "badfmt": {"file_name": "qa_pairs.json", "formatting": "chatml", "columns": {"questions": "q"}},
     }, indent=2))
     (ws.data_dir / "notes.txt").write_text("hello\n")
     findings = lint_dataset_info(ws.data_dir)
     msgs = [f.message for f in findings]
     assert any("\"missing\" file nope.jsonl not found" in m for m in msgs)
-    assert any(".txt loads as plain text" in m for m in msgs)
+    assert any("\"text\": a .txt file loads as one \"text\" column" in m for m in msgs)
+    assert not any("\"wiki\"" in m for m in msgs)  # upstream's wiki_demo entry reads it
     assert any("formatting \"chatml\"" in m for m in msgs) and any("questions" in m for m in msgs)
     assert not any("\"good\"" in m for m in msgs)
     assert all(f.line > 1 for f in findings)

@@ -69,3 +69,23 @@ def test_kind_lints_fixes_registers_and_loads(name, tmp_path, tiny_model, lf_env
     log = _load(tmp_path, lf_env, tiny_model, stage, [name, f"{name}_fixed"])
     examples = int(log.split("EXAMPLES")[-1].split()[0])
     assert examples == 2 * rows, (examples, rows, log[-2000:])
+
+
+def test_txt_rows_are_linted_as_llamafactory_loads_them(tmp_path, tiny_model, lf_env):
+    """A .txt of pre-training text with an empty line, CRLF endings and a lone CR: lint counts the rows
+    LLaMA-Factory makes of it, plain fix keeps every one (written back as .txt), register writes upstream's
+    entry, and LLaMA-Factory's pt pipeline loads as many examples as lint counted rows, from both files."""
+    data = tmp_path / "data"
+    data.mkdir()
+    source = data / "notes.txt"
+    source.write_bytes(b"Refunds reach your card in five days.\r\nWe ship to forty countries.\rOrders ship daily.\n"
+                       b"\nOpen Billing to cancel your plan.\n")
+    report = lint_file(source)
+    assert report.errors == 0 and report.rows == 5, [f.message for f in report.findings]
+    fixed = fix_file(source, data / "notes_fixed.txt")
+    assert (fixed.rows_out, fixed.rows_rejected) == (5, 0), fixed.lines()
+    for name, file in (("notes", source), ("notes_fixed", data / "notes_fixed.txt")):
+        result = register_dataset(file, name, data, ws_root=tmp_path)
+        assert result.entry == {"file_name": file.name, "columns": {"prompt": "text"}}
+    log = _load(tmp_path, lf_env, tiny_model, "pt", ["notes", "notes_fixed"])
+    assert int(log.split("EXAMPLES")[-1].split()[0]) == 2 * report.rows, log[-2000:]

@@ -35,7 +35,9 @@ def register(sub, add_common) -> list[str]:
     fix = dsub.add_parser("fix", help=_("write a fixed copy (never in place) and a rejects file"))
     add_common(fix)
     fix.add_argument("file", metavar="FILE")
-    fix.add_argument("-o", "--output", required=True, metavar="OUT", help=_("the fixed JSON Lines file to write"))
+    fix.add_argument("-o", "--output", required=True, metavar="OUT",
+                     help=_("the fixed JSON Lines file to write (for a .txt of pre-training text, OUT.txt keeps it "
+                            "as text)"))
     fix.add_argument("--rejects", metavar="REJ", help=_("rows that could not be kept (default OUT.rejects.jsonl)"))
     fix.add_argument("--yes", action="store_true",
                      help=_("also apply the fixes that need a confirmation (transcode, rename keys, numbers to "
@@ -173,7 +175,7 @@ def run_lint(args) -> int:
     else:
         _print_lint(report, args.max_listed)
     _save_registered_summary(args, path, report)
-    if report.layout in ("text", "csv", "empty"):
+    if report.format == "unknown":  # not a dataset (plain text to convert, CSV, empty)
         return 1
     return 1 if report.errors else 0
 
