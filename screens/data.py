@@ -23,12 +23,13 @@ from textual.reactive import var
 from textual.widgets import Button, Select, Static, TabbedContent, TabPane
 
 from core.i18n import _
-from screens.base import HUMAN_RATE, Job, StepScreen, UserError, step_binding
+from screens.base import Job, StepScreen, step_binding
+from screens.data_synth import SynthHandlers
 from tui.widgets.data_actions import DataActions
 from tui.widgets.data_file_tree import DataFileTree
 from tui.widgets.data_findings import DataFindings
 from tui.widgets.data_histogram import DataHistogram
-from tui.widgets.data_synth import DataSynth, ReviewTable
+from tui.widgets.data_synth import DataSynth
 from tui.widgets.row_pager import RowPager
 
 AUTO_LINT_BYTES = 64 << 20  # bigger files are linted when asked (l)
@@ -36,7 +37,7 @@ FIRST_PAGE = 60  # rows shown at once on opening; paging reads the rest through 
 TEMPLATES = ("llama3", "qwen", "qwen3_nothink", "chatml", "alpaca", "default", "empty")
 
 
-class DataScreen(StepScreen):
+class DataScreen(SynthHandlers, StepScreen):
     STEP_ID = "data"
     CSS_PATH = "../tui/styles/data.tcss"
     BINDINGS = [
@@ -68,14 +69,6 @@ class DataScreen(StepScreen):
     current_row = var(None, always_update=True)  # the highlighted core.data.preview.PreviewRow
 
     @dataclass
-    class SynthOutcome:
-        output: Path
-        chunks: list
-        candidates: list
-        progress: object
-        model: str
-
-    @dataclass
     class Opened:
         preview: object
         rows: list
@@ -88,8 +81,7 @@ class DataScreen(StepScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.synth: DataScreen.SynthOutcome | None = None  # the last generation: its chunks and candidate pairs
-        self.synth_stop = threading.Event()
+        self._synth_init()
         self.preview = None
         self.opened_at = 0.0
         self.first_page_seconds: float | None = None
@@ -121,6 +113,10 @@ class DataScreen(StepScreen):
                     yield DataActions(id="data-actions")
                 with TabPane(_("From documents"), id="tab-synth"):
                     yield DataSynth(id="data-synth")
+
+    def on_screen_resume(self) -> None:
+        super().on_screen_resume()
+        self._load_servers()  # a server started in another step shows in "From documents"
 
     def on_mount(self) -> None:
         template = self.state.settings.get("data.template", "llama3")
@@ -160,22 +156,14 @@ class DataScreen(StepScreen):
         painted = threading.Event()
         job.report(DataScreen.Opened(preview, rows, painted))
         painted.wait(timeout=2.0)  # the index scan starts once the first page is on screen
-        last = [0.0]
-
-        def progress(done: int, total: int) -> None:
-            now = time.monotonic()
-            if now - last[0] > HUMAN_RATE:
-                last[0] = now
-                job.report((done, total))
-
-        preview.build(progress, cancelled=lambda: job.cancelled)
+        preview.build(lambda done, total: job.report_soon((done, total)), cancelled=lambda: job.cancelled)
         return path
 
     def _opening(self, value) -> None:
         if isinstance(value, DataScreen.Opened):
             self._show_first_page(value)
             return
-        done, total = value
+        done, total = value[-1]  # job.report_soon's batch: the latest counts
         pager = self.query_one(RowPager)
         pager.refresh_title()
         pct = int(100 * done / total) if total else 100
@@ -374,214 +362,3 @@ class DataScreen(StepScreen):
             self.app.notify(_("wrote {path}; it is open now: lint it, then register it", path=self.ws.rel(written)),
                             timeout=6)
             self.open_file(written)
-
-
-    # ---- from documents ------------------------------------------------------------------------
-    def action_from_documents(self) -> None:
-        self.query_one("#data-tabs", TabbedContent).active = "tab-synth"
-        self.query_one("#synth-sources").focus()
-
-    def action_synth_stop(self) -> None:
-        self.synth_stop.set()
-
-    def _load_servers(self) -> None:
-        self.run_background(self._live_servers, self.ws, group="data-servers", description=_("Reading the servers"),
-                            done=self._servers_loaded)
-
-    @staticmethod
-    def _live_servers(job: Job, ws) -> tuple[list[tuple[str, str]], str | None]:
-        from core.serve.servers import list_servers
-
-        servers = [(f"{r.id} · {r.served_name}", r.id) for r in list_servers(ws)]
-        try:
-            active = ws.load_state().active_server
-        except Exception:  # a damaged state file must not hide the servers
-            active = None
-        return servers, active
-
-    def _servers_loaded(self, found) -> None:
-        servers, active = found
-        self.query_one(DataSynth).set_servers(servers, active)
-
-    @on(DataSynth.Requested)
-    def _synth_requested(self, event: DataSynth.Requested) -> None:
-        view = self.query_one(DataSynth)
-        if event.action == "stop":
-            self.action_synth_stop()
-            return
-        if event.action == "write":
-            self._synth_write(event.output)
-            return
-        if not event.sources:
-            view.status(_("name the documents or a folder first"), error=True)
-            return
-        self.clear_error()
-        if event.action == "chunks":
-            view.status(_("reading the documents…"))
-            self.run_background(self._plan, event.sources, self.ws, group="data-synth-plan",
-                                description=_("Reading the documents"), done=self._planned,
-                                failed=lambda e: view.status(str(e), error=True))
-            return
-        if not event.server:
-            view.status(_("no server to ask: start one in the Playground step or with `devtune serve MODEL` "
-                          "(the base model is fine), then ^r"), error=True)
-            return
-        if not event.output:
-            view.status(_("name the dataset file to write, e.g. data/from_docs.jsonl"), error=True)
-            return
-        self.synth_stop.clear()
-        view.status(_("starting…"))
-        self.run_background(self._generate, event.sources, event.output, event.server, self.ws, self.synth_stop,
-                            group="data-synth", description=_("Generating pairs"), progress=self._synth_progress,
-                            done=self._generated, failed=lambda e: view.status(str(e), error=True))
-
-    @staticmethod
-    def _source_paths(sources: str, ws) -> list[Path]:
-        import shlex
-
-        try:
-            names = shlex.split(sources)
-        except ValueError:
-            names = sources.split()
-        return [p if p.is_absolute() else ws.abs(p) for p in (Path(n).expanduser() for n in names)]
-
-    @staticmethod
-    def _plan(job: Job, sources: str, ws):
-        from core.data.synth.documents import DocumentError
-        from core.data.synth.pipeline import plan_chunks
-
-        try:
-            return plan_chunks(DataScreen._source_paths(sources, ws))
-        except DocumentError as exc:
-            raise UserError(str(exc)) from exc
-
-    def _chunk_rows(self, chunks) -> list[tuple]:
-        return [(Path(c.doc).name, c.index, c.tokens, c.page or "", c.heading, c.preview(120)) for c in chunks]
-
-    def _planned(self, plan) -> None:
-        view = self.query_one(DataSynth)
-        view.show_chunks(self._chunk_rows(plan.chunks))
-        view.status(_("{chunks} chunks from {docs} documents; pick the server and Generate", chunks=len(plan.chunks),
-                      docs=len(plan.documents)))
-
-    @staticmethod
-    def _generate(job: Job, sources: str, output: str, server: str, ws, stop: threading.Event):
-        import dataclasses
-
-        from core.data.synth.dataset import collect, review
-        from core.data.synth.documents import DocumentError
-        from core.data.synth.generate import Generator, SynthError, SynthOptions
-        from core.data.synth.journal import Journal, journal_path
-        from core.data.synth.pipeline import plan_chunks, resolve_endpoint
-        from core.data.synth.prompts import PromptError, workspace_prompts
-
-        try:
-            plan = plan_chunks(DataScreen._source_paths(sources, ws))
-            job.report(plan)
-            endpoint = resolve_endpoint(ws, server=server)
-            prompts = workspace_prompts(ws.configs_dir)
-        except (DocumentError, SynthError, PromptError) as exc:
-            raise UserError(str(exc)) from exc
-        out = ws.abs(output)
-        options = SynthOptions()
-        last = [0.0]
-
-        def progress(p) -> None:
-            now = time.monotonic()
-            if now - last[0] >= HUMAN_RATE:
-                last[0] = now
-                job.report(dataclasses.replace(p))
-
-        journal = Journal(journal_path(out))
-        try:
-            state = Generator(endpoint, prompts, journal, options, progress=progress,
-                              cancelled=lambda: job.cancelled or stop.is_set()).run(plan.chunks)
-        except SynthError as exc:
-            raise UserError(str(exc)) from exc
-        candidates = collect(plan.chunks, journal, endpoint.model, prompts, options)
-        review(candidates)
-        return DataScreen.SynthOutcome(out, plan.chunks, candidates, state, endpoint.model)
-
-    def _synth_progress(self, value) -> None:
-        view = self.query_one(DataSynth)
-        if hasattr(value, "chunks"):  # the plan, first
-            view.show_chunks(self._chunk_rows(value.chunks))
-            return
-        view.status(value.line())
-
-    def _generated(self, outcome: SynthOutcome) -> None:
-        from core.data.synth.filters import DEFAULT_GROUNDING
-
-        self.synth = outcome
-        p = outcome.progress
-        kept = sum(1 for c in outcome.candidates if c.kept)
-        stopped = {"cancelled": _("stopped"), "max-requests": _("request cap reached"),
-                   "max-tokens": _("token cap reached")}.get(p.stopped, _("done"))
-        self.query_one(DataSynth).status(_(
-            "{stopped}: {line}\n{kept} of {n} pairs pass the filters (grounding ≥ {t}); review them (a accept · x "
-            "reject · e edit), then Write", stopped=stopped, line=p.line(), kept=kept, n=len(outcome.candidates),
-            t=DEFAULT_GROUNDING))
-        self._show_pairs()
-        self.query_one(ReviewTable).focus()
-
-    def _show_pairs(self) -> None:
-        if self.synth is None:
-            return
-        self.query_one(DataSynth).show_pairs([(c.decision, c.kept, c.reason, c.pair.grounding, c.pair.question,
-                                               c.pair.answer, c.chunk.text) for c in self.synth.candidates])
-
-    def on_review_table_decided(self, message: ReviewTable.Decided) -> None:
-        if self.synth is None or not 0 <= message.row < len(self.synth.candidates):
-            return
-        candidate = self.synth.candidates[message.row]
-        candidate.decision = "" if candidate.decision == message.decision else message.decision
-        self._show_pairs()
-
-    def on_review_table_edit_asked(self, message: ReviewTable.EditAsked) -> None:
-        self.query_one(DataSynth).open_edit(message.row)
-
-    def on_data_synth_edited(self, message: DataSynth.Edited) -> None:
-        if self.synth is None or not 0 <= message.row < len(self.synth.candidates):
-            return
-        if not message.question.strip() or not message.answer.strip():
-            self.query_one(DataSynth).status(_("an edited pair needs a question and an answer"), error=True)
-            return
-        self.synth.candidates[message.row].edit(message.question, message.answer)
-        self._show_pairs()
-
-    def _synth_write(self, output: str) -> None:
-        view = self.query_one(DataSynth)
-        if self.synth is None:
-            view.status(_("generate the pairs first (Generate)"), error=True)
-            return
-        out = self.ws.abs(output) if output else self.synth.output
-        if not any(c.kept for c in self.synth.candidates):
-            view.status(_("no pair is kept: accept some (a) before writing"), error=True)
-            return
-        if out.exists():
-            from tui.widgets.confirm import ConfirmScreen
-
-            self.app.push_screen(ConfirmScreen(_("{path} exists. Replace it with the reviewed pairs?",
-                                                 path=self.ws.rel(out))),
-                                 lambda ok: self._write_pairs(out, True) if ok else None)
-            return
-        self._write_pairs(out, False)
-
-    def _write_pairs(self, out: Path, force: bool) -> None:
-        self.run_background(self._write_dataset, out, self.synth.candidates, force, group="data-synth-write",
-                            description=_("Writing the pairs"), done=self._pairs_written)
-
-    @staticmethod
-    def _write_dataset(job: Job, out: Path, candidates: list, force: bool):
-        from core.data.synth.dataset import write_dataset
-
-        return write_dataset(out, candidates, force=force)
-
-    def _pairs_written(self, files) -> None:
-        self.query_one(DataSynth).status(_("wrote {rows} pairs to {path} ({rejects} with the rest, {prov} with the "
-                                           "source of each row)", rows=files.rows, path=self.ws.rel(files.output),
-                                           rejects=self.ws.rel(files.rejects), prov=self.ws.rel(files.provenance)))
-        self.query_one(DataFileTree).reload()
-        self.app.notify(_("wrote {path}; it is open now: lint it, then register it", path=self.ws.rel(files.output)),
-                        timeout=6)
-        self.open_file(files.output)

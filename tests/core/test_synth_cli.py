@@ -67,6 +67,38 @@ def test_exit_1_when_no_pair_passes(devtune_cli, workspace, server, tmp_path):
     assert proc.returncode == 1, proc.stderr
     report = json.loads(proc.stdout)
     assert report["rows"] == 0 and report["rejected"]["ungrounded"] > 0
+    # nothing left behind that would need --force next time; the rejects say why
+    assert report["written"] is False and not (workspace.data_dir / "none.jsonl").exists()
+    assert (workspace.data_dir / "none.rejects.jsonl").read_text().strip()
+    again = _synth(devtune_cli, workspace, str(tmp_path / "docs" / "policy.md"), "-o", "data/none.jsonl",
+                   "--api-base", server.url, "--min-grounding", "0.5")
+    assert again.returncode == 0, again.stderr
+    assert "written to" in again.stdout and (workspace.data_dir / "none.jsonl").read_text().strip()
+
+
+def test_an_unreadable_document_in_a_folder_is_skipped_with_its_reason(devtune_cli, workspace, server, tmp_path):
+    docs = tmp_path / "docs"
+    write_all(docs)
+    write_scanned_pdf(docs)
+    (docs / "broken.docx").write_bytes(b"not a zip")
+    proc = _synth(devtune_cli, workspace, str(docs), "-o", "data/docs.jsonl", "--api-base", server.url, "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["documents"] == 5 and report["rows"] > 0
+    assert [(s["file"], s["reason"].split(" (")[0]) for s in report["skipped"]] == [
+        (str(docs / "broken.docx"), f"{docs / 'broken.docx'} is not a readable DOCX file"),
+        (str(docs / "scan.pdf"), f"{docs / 'scan.pdf'} has no text layer")]
+    assert "skipped 2 documents that cannot be read" in proc.stderr and "OCR" in proc.stderr
+    listed = _synth(devtune_cli, workspace, str(docs), "--chunks", "--json")
+    assert listed.returncode == 0 and len(json.loads(listed.stdout)["skipped"]) == 2
+    # the same file named directly is bad input; a folder of which nothing can be read is too
+    named = _synth(devtune_cli, workspace, str(docs), str(docs / "scan.pdf"), "--chunks")
+    assert named.returncode == 2 and "scan.pdf has no text layer" in named.stderr
+    (tmp_path / "scans").mkdir()
+    write_scanned_pdf(tmp_path / "scans")
+    nothing = _synth(devtune_cli, workspace, str(tmp_path / "scans"), "--chunks")
+    assert nothing.returncode == 2 and "none of the documents can be read" in nothing.stderr
+    assert "scan.pdf has no text layer" in nothing.stderr
 
 
 def test_bad_input_is_exit_2_with_the_file_named(devtune_cli, workspace, server, tmp_path):

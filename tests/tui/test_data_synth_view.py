@@ -114,3 +114,118 @@ async def test_no_server_and_bad_documents_are_said_in_the_view(workspace, tmp_p
         await pilot.click("#synth-chunks-button")
         await wait_until(pilot, lambda: "scan.pdf" in status(screen))
         assert "-error" in view.query_one("#synth-status").classes
+
+
+async def _generate(pilot, screen, sources: str, output: str = "data/docs_qa.jsonl", **fields):
+    view = screen.query_one(DataSynth)
+    await wait_until(pilot, lambda: view.query_one("#synth-server").value == "fake-1")
+    view.query_one("#synth-sources", Input).value = sources
+    view.query_one("#synth-output", Input).value = output
+    for name, value in fields.items():
+        view.query_one(f"#synth-{name.replace('_', '-')}", Input).value = value
+    screen.synth = None
+    await pilot.click("#synth-generate")
+    await wait_until(pilot, lambda: screen.synth is not None and not screen.synth_running, timeout=60)
+    return view
+
+
+async def test_a_review_survives_quitting_and_comes_back_with_the_pairs(served):
+    ws, server = served
+    app = DevtuneApp(ws, watch_terminal=False)
+    async with app.run_test(size=(140, 50)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, DataScreen) and app.screen.is_mounted)
+        screen = app.screen
+        await pilot.press("d")
+        view = await _generate(pilot, screen, "docs/policy.md docs/warranty.docx")
+        review = view.query_one(ReviewTable)
+        review.focus()
+        review.move_cursor(row=0)
+        await pilot.press("x")
+        review.move_cursor(row=1)
+        await pilot.press("a")
+        screen.synth.candidates[2].edit("Is a phone covered?", "Every device has a two-year warranty.")
+        screen._save_review()
+        saved = ws.data_dir / ".docs_qa.jsonl.synth-review"
+        await wait_until(pilot, lambda: saved.is_file() and "Is a phone covered?" in saved.read_text())
+        first = [(c.key, c.decision, c.pair.question) for c in screen.synth.candidates[:3]]
+    sent = server.requests
+    # the wizard quit (or the SSH session dropped); a new one generates the same documents again
+    app = DevtuneApp(ws, watch_terminal=False)
+    async with app.run_test(size=(140, 50)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, DataScreen) and app.screen.is_mounted)
+        screen = app.screen
+        await pilot.press("d")
+        await _generate(pilot, screen, "docs/policy.md docs/warranty.docx")
+        assert server.requests == sent, "every reply came from the journal"
+        assert [(c.key, c.decision, c.pair.question) for c in screen.synth.candidates[:3]] == first
+        assert screen.synth.candidates[2].edited and screen.synth.restored == 3
+        assert "3 review decisions restored" in status(screen)
+        # un-deciding a pair is saved too; the decisions of other documents stay in the file
+        await _generate(pilot, screen, "docs/policy.md")
+        review = screen.query_one(ReviewTable)
+        review.focus()
+        review.move_cursor(row=0)
+        await pilot.press("x")  # x again on a rejected pair: back to the filters' verdict
+        assert screen.synth.candidates[0].decision == ""
+        await wait_until(pilot, lambda: first[0][0] not in saved.read_text())
+        assert first[2][0] in saved.read_text()
+
+
+async def test_write_during_a_running_generate_refuses_instead_of_writing_the_last_run(served):
+    ws, server = served
+    app = DevtuneApp(ws, watch_terminal=False)
+    async with app.run_test(size=(140, 50)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, DataScreen) and app.screen.is_mounted)
+        screen = app.screen
+        await pilot.press("d")
+        view = await _generate(pilot, screen, "docs/policy.md", concurrency="1")
+        previous = screen.synth
+        server.delay = 0.3
+        view.query_one("#synth-sources", Input).value = "docs"
+        await pilot.click("#synth-generate")
+        await wait_until(pilot, lambda: screen.synth_running)
+        view.query_one("#synth-write").scroll_visible(animate=False)
+        await pilot.pause()
+        await pilot.click("#synth-write")
+        await wait_until(pilot, lambda: any("still being generated" in n.message for n in app._notifications))
+        assert not (ws.data_dir / "docs_qa.jsonl").exists() and screen.synth is previous
+        await pilot.click("#synth-generate")
+        await wait_until(pilot, lambda: any("being generated already" in n.message for n in app._notifications))
+        server.delay = 0
+        await pilot.click("#synth-stop")
+        await wait_until(pilot, lambda: screen.synth is not previous and not screen.synth_running, timeout=60)
+        assert server.max_in_flight == 1  # the concurrency field reached the run
+
+
+async def test_the_run_settings_are_checked_and_reach_the_filters(served):
+    ws, server = served
+    app = DevtuneApp(ws, watch_terminal=False)
+    async with app.run_test(size=(140, 50)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, DataScreen) and app.screen.is_mounted)
+        screen = app.screen
+        await pilot.press("d")
+        view = screen.query_one(DataSynth)
+        await wait_until(pilot, lambda: view.query_one("#synth-server").value == "fake-1")
+        view.query_one("#synth-sources", Input).value = "docs/policy.md"
+        view.query_one("#synth-min-grounding", Input).value = "1.5"
+        await pilot.click("#synth-generate")
+        assert "min grounding: '1.5' is not a number from 0 to 1" in status(screen)
+        view = await _generate(pilot, screen, "docs/policy.md", min_grounding="1", max_requests="2")
+        assert screen.synth.min_grounding == 1.0 and server.requests == 2
+        assert screen.synth.progress.stopped == "max-requests" and "request cap reached" in status(screen)
+
+
+async def test_an_unreadable_document_in_the_folder_is_listed_not_fatal(served):
+    ws, _server = served
+    (ws.root / "docs" / "broken.docx").write_bytes(b"not a zip")
+    app = DevtuneApp(ws, watch_terminal=False)
+    async with app.run_test(size=(140, 50)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, DataScreen) and app.screen.is_mounted)
+        screen = app.screen
+        await pilot.press("d")
+        view = screen.query_one(DataSynth)
+        view.query_one("#synth-sources", Input).value = "docs"
+        await pilot.click("#synth-chunks-button")
+        await wait_until(pilot, lambda: "chunks from 5 documents" in status(screen))
+        assert "skipped 1 document that cannot be read" in status(screen) and "broken.docx" in status(screen)
+        assert "-error" not in view.query_one("#synth-status").classes

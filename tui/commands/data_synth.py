@@ -20,7 +20,8 @@ def synth_parser(dsub, add_common) -> None:
                       "write alpaca JSON Lines, a rejects file with reasons and a provenance file. Every reply is "
                       "journaled beside OUT: an interrupted run, run again, sends nothing twice. Prompts are "
                       "WORKSPACE/configs/synth/*.md. Exit 0 when rows were written, 1 when none passed, 2 for bad "
-                      "input (unreadable document, no server)."))
+                      "input (an unreadable document named, nothing readable at all, no server); an unreadable document inside a "
+                      "folder is skipped, with its reason."))
     add_common(syn)
     syn.add_argument("sources", nargs="+", metavar="SRC", help=_("documents or folders of documents"))
     syn.add_argument("-o", "--output", metavar="OUT", help=_("the JSON Lines file to write, e.g. data/NAME.jsonl"))
@@ -95,7 +96,7 @@ def _sources(args) -> list:
 def run_synth(args) -> int:
     from core.data.synth.documents import DocumentError
     from core.data.synth.generate import SynthError, SynthOptions
-    from core.data.synth.pipeline import plan_chunks, resolve_endpoint, synthesize
+    from core.data.synth.pipeline import plan_chunks, resolve_endpoint, skipped_lines, synthesize
     from core.data.synth.prompts import PromptError, workspace_prompts
     from core.files.atomic import FileExistsRefused
     from tui.commands.output import workspace
@@ -109,6 +110,8 @@ def run_synth(args) -> int:
     except (DocumentError, ValueError) as exc:
         err(str(exc))
         return 2
+    for line in skipped_lines(plan.skipped):
+        print(line, file=sys.stderr)
     if args.chunks:
         return _print_chunks(args, plan)
     if not args.output:
@@ -162,7 +165,8 @@ def _print_chunks(args, plan) -> int:
                                   "chunks": n} for d, n in zip(plan.documents, plan.per_document().values())],
                    "chunks": [{"file": c.doc, "index": c.index, "heading": c.heading, "tokens": c.tokens,
                                "page": c.page, "language": c.language, "start": c.start, "end": c.end,
-                               "text": c.text} for c in plan.chunks]})
+                               "text": c.text} for c in plan.chunks],
+                   "skipped": [{"file": f, "reason": why} for f, why in plan.skipped]})
         return 0
     for d, n in zip(plan.documents, plan.per_document().values()):
         print(_("{file}: {kind} · {chars} · {chunks}", file=d.path, kind=d.kind,

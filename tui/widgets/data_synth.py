@@ -8,7 +8,7 @@ and the screen runs the work (`screens/data.py`, through the step base's backgro
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -17,9 +17,28 @@ from textual.message import Message
 from textual.widgets import Button, DataTable, Input, Select, Static, TextArea
 
 from core.i18n import _
+from tui.widgets.status_marks import mark
 from tui.widgets.titled import titled
 
-MARKS = {"accepted": "✓", "rejected": "✗", "": ""}
+MARKS = {"accepted": mark("ok"), "rejected": mark("fail"), "": ""}  # a reviewer's decision, as every mark reads
+KEPT = mark("ok")
+WIDE = 130  # columns of the view from which the source chunk sits beside the pairs, not under them
+OPTION_IDS = ("synth-concurrency", "synth-max-requests", "synth-max-tokens", "synth-min-grounding")
+
+
+def chunk_columns() -> tuple[tuple[str, int], ...]:
+    """(title, fixed width) of the chunk table's columns; the last one (0) takes the width that is left."""
+    return ((_("file"), 12), (_("#"), 3), (_("tokens"), 6), (_("page"), 4), (_("heading"), 20), (_("text"), 0))
+
+
+def pair_columns() -> tuple[tuple[str, int], ...]:
+    return (("", 1), (_("kept"), 4), (_("reason"), 14), (_("grounding"), 9), (_("question"), 0))
+
+
+def option_fields() -> tuple[tuple[str, str, str], ...]:
+    """(id, title, default) of the run's settings, each a field of its own."""
+    return (("synth-concurrency", _("concurrency"), "8"), ("synth-max-requests", _("max requests"), ""),
+            ("synth-max-tokens", _("max tokens"), ""), ("synth-min-grounding", _("min grounding"), "0.5"))
 
 
 class ReviewTable(DataTable):
@@ -61,15 +80,22 @@ class DataSynth(VerticalScroll):
     DataSynth Horizontal {
         height: auto;
     }
-    DataSynth Input {
+    DataSynth Input, DataSynth SelectCurrent {
+        border-title-color: $text-muted;
+    }
+    DataSynth #synth-sources, DataSynth #synth-server {
         width: 1fr;
     }
-    DataSynth #synth-server {
-        width: 40;
+    DataSynth #synth-output {
+        width: 34;
+    }
+    DataSynth .synth-option {
+        width: 19;
     }
     DataSynth Button {
         margin-left: 1;
         min-width: 10;
+        width: auto;
     }
     DataSynth #synth-status {
         height: auto;
@@ -83,15 +109,24 @@ class DataSynth(VerticalScroll):
         height: 8;
     }
     DataSynth #synth-review-row {
-        height: 16;
+        layout: vertical;
+        height: auto;
     }
     DataSynth #synth-review {
-        width: 1fr;
+        height: 10;
     }
     DataSynth #synth-source {
-        width: 1fr;
+        height: 12;
         border: round $panel-lighten-2;
         padding: 0 1;
+    }
+    DataSynth.-wide #synth-review-row {
+        layout: horizontal;
+        height: 16;
+    }
+    DataSynth.-wide #synth-review, DataSynth.-wide #synth-source {
+        width: 1fr;
+        height: 16;
     }
     DataSynth #synth-edit {
         height: auto;
@@ -111,6 +146,7 @@ class DataSynth(VerticalScroll):
         sources: str = ""
         output: str = ""
         server: str = ""
+        options: dict[str, str] = field(default_factory=dict)  # OPTION_IDS without "synth-" -> text
 
     @dataclass
     class Edited(Message):
@@ -125,15 +161,20 @@ class DataSynth(VerticalScroll):
 
     def compose(self) -> ComposeResult:
         with Horizontal():
-            yield titled(Input(placeholder=_("docs/ or manual.pdf faq.docx"), id="synth-sources"),
-                         _("documents or folders (workspace-relative, space-separated)"))
-            yield Button(_("Chunks"), id="synth-chunks-button")
-        with Horizontal():
-            yield titled(Select([], prompt=_("no server running"), id="synth-server"), _("server"))
+            yield titled(Input(placeholder=_("docs/ or manual.pdf faq.docx (workspace-relative)"), id="synth-sources"),
+                         _("documents or folders"))
             yield titled(Input(value="data/from_docs.jsonl", id="synth-output"), _("dataset file to write"))
+        with Horizontal():
+            yield Select([], prompt=_("no server running"), id="synth-server")
+            yield Button(_("Chunks"), id="synth-chunks-button")
             yield Button(_("Generate"), id="synth-generate", variant="primary")
             yield Button(_("Stop"), id="synth-stop")
             yield Button(_("Write"), id="synth-write", variant="success")
+        with Horizontal(id="synth-options"):
+            for fid, title, default in option_fields():
+                yield titled(Input(value=default, placeholder=_("none") if not default else "", id=fid,
+                                   classes="synth-option", type="number" if "grounding" in fid else "integer"),
+                             title)
         yield Static(_("Name documents, list their chunks, pick a server (`devtune serve` the base model), "
                        "Generate, review, Write."), id="synth-status", markup=False)
         yield titled(DataTable(id="synth-chunks", zebra_stripes=True, cursor_type="row"), _("chunks"))
@@ -151,13 +192,26 @@ class DataSynth(VerticalScroll):
 
     def on_mount(self) -> None:
         self.query_one("#synth-source", VerticalScroll).border_title = _("source chunk")
-        chunks = self.query_one("#synth-chunks", DataTable)
-        for label, width in ((_("file"), 22), (_("#"), 4), (_("tokens"), 7), (_("page"), 5), (_("heading"), 28),
-                             (_("text"), 60)):
-            chunks.add_column(label, width=width)
-        review = self.query_one(ReviewTable)
-        for label, width in (("", 2), (_("kept"), 5), (_("reason"), 14), (_("grounding"), 9), (_("question"), 60)):
-            review.add_column(label, width=width)
+        self.query_one("#synth-server", Select).query_one("SelectCurrent").border_title = _("server")
+        self._chunk_rows: list[tuple] = []
+        self._columns(self.query_one("#synth-chunks", DataTable), chunk_columns())
+        self._columns(self.query_one(ReviewTable), pair_columns())
+
+    def on_resize(self, event) -> None:
+        self.set_class(event.size.width >= WIDE, "-wide")
+        self.call_after_refresh(self._refit)
+
+    def _refit(self) -> None:
+        """The tables' last columns take the width the view has now (their rows drawn again)."""
+        self.show_chunks(self._chunk_rows)
+        self.show_pairs(getattr(self, "_rows", []))
+
+    def _columns(self, table: DataTable, columns: tuple[tuple[str, int], ...]) -> None:
+        table.clear(columns=True)
+        fixed = sum(w for _t, w in columns) + 2 * len(columns) + 4  # each cell's padding, the scrollbar
+        room = (table.content_size.width or table.size.width) or 80
+        for title, width in columns:
+            table.add_column(title, width=width or max(12, room - fixed))
 
     # ---- what the person asks -----------------------------------------------------------------
     def on_button_pressed(self, event: Button.Pressed) -> None:
@@ -181,9 +235,10 @@ class DataSynth(VerticalScroll):
 
     def request(self, action: str) -> None:
         server = self.query_one("#synth-server", Select).value
+        options = {fid.removeprefix("synth-"): self.query_one(f"#{fid}", Input).value.strip() for fid in OPTION_IDS}
         self.post_message(self.Requested(action, sources=self.query_one("#synth-sources", Input).value.strip(),
                                          output=self.query_one("#synth-output", Input).value.strip(),
-                                         server="" if server == Select.NULL else str(server)))
+                                         server="" if server == Select.NULL else str(server), options=options))
 
     # ---- what the screen hands back ------------------------------------------------------------
     def set_servers(self, servers: list[tuple[str, str]], active: str | None = None) -> None:
@@ -200,8 +255,10 @@ class DataSynth(VerticalScroll):
         box.set_class(error, "-error")
 
     def show_chunks(self, rows: list[tuple[str, int, int, str, str, str]]) -> None:
+        """(file, index, tokens, page, heading, text) per chunk."""
+        self._chunk_rows = rows
         table = self.query_one("#synth-chunks", DataTable)
-        table.clear()
+        self._columns(table, chunk_columns())
         for row in rows:
             table.add_row(*(str(v) for v in row))
 
@@ -209,10 +266,10 @@ class DataSynth(VerticalScroll):
         """(decision, kept, reason, grounding, question, answer, source chunk) per candidate."""
         review = self.query_one(ReviewTable)
         cursor = review.cursor_row if review.row_count else 0
-        review.clear()
+        self._columns(review, pair_columns())
         self._rows = rows
         for decision, kept, reason, grounding, question, _answer, _chunk in rows:
-            review.add_row(MARKS.get(decision, ""), "✓" if kept else "", reason, f"{grounding:.2f}",
+            review.add_row(MARKS.get(decision, ""), KEPT if kept else "", reason, f"{grounding:.2f}",
                            _cell(question) or _("(no question)"))
         if rows:
             review.move_cursor(row=min(cursor, len(rows) - 1))

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from core.data.fix import default_rejects_path
 from core.data.synth.chunks import Chunk
+from core.data.synth.decisions import pair_key
 from core.data.synth.filters import DEFAULT_GROUNDING, Pair, apply_filters
 from core.data.synth.generate import SynthOptions, answered, parse_answer, questions_problem
 from core.data.synth.journal import Journal
@@ -41,6 +42,11 @@ class Candidate:
     model: str
     decision: str = ""  # "" (the filters decide), accepted or rejected by a reviewer
     edited: bool = False
+    key: str = ""  # the pair as generated (core.data.synth.decisions.pair_key): an edit keeps it
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            self.key = pair_key(self.chunk.id, self.pair.question, self.pair.answer)
 
     @property
     def kept(self) -> bool:
@@ -98,6 +104,7 @@ class DatasetFiles:
     provenance: Path
     rows: int
     rejected: dict[str, int] = field(default_factory=dict)
+    written: bool = True  # False: no row, OUT not written (empty=False)
 
 
 def _source(c: Candidate) -> dict:
@@ -106,8 +113,10 @@ def _source(c: Candidate) -> dict:
 
 
 def write_dataset(output: Path, candidates: list[Candidate], *, force: bool = False,
-                  min_grounding: float = DEFAULT_GROUNDING) -> DatasetFiles:
-    """Write the kept pairs, the rejects and the provenance (atomically; OUT is replaced only with `force`)."""
+                  min_grounding: float = DEFAULT_GROUNDING, empty: bool = True) -> DatasetFiles:
+    """Write the kept pairs, the rejects and the provenance (atomically; OUT is replaced only with `force`).
+    With `empty=False` and no pair kept, OUT is left alone (not created, not replaced): only the rejects are
+    written, so the next run needs no --force."""
     rows, provenance, rejects = [], [], []
     for c in candidates:
         if c.kept:
@@ -122,8 +131,10 @@ def write_dataset(output: Path, candidates: list[Candidate], *, force: bool = Fa
                                        "min_grounding": min_grounding, **_source(c), "model": c.model},
                                       ensure_ascii=False))
     output = Path(output)
-    write_new(output, "".join(r + "\n" for r in rows), force=force)
     rej, prov = default_rejects_path(output), provenance_path(output)
+    written = bool(rows) or empty
+    if written:
+        write_new(output, "".join(r + "\n" for r in rows), force=force)
+        write_atomic(prov, "".join(r + "\n" for r in provenance))
     write_atomic(rej, "".join(r + "\n" for r in rejects))
-    write_atomic(prov, "".join(r + "\n" for r in provenance))
-    return DatasetFiles(output, rej, prov, len(rows), rejected_counts(candidates))
+    return DatasetFiles(output, rej, prov, len(rows), rejected_counts(candidates), written)

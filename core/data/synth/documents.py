@@ -60,29 +60,34 @@ def document_kind(path: Path) -> str | None:
     return KINDS.get(path.suffix.lower())
 
 
-def find_documents(sources: Iterable[str | Path]) -> list[Path]:
-    """The documents named, folders walked (sorted, hidden files skipped). A named file of an unknown kind
-    or a missing path is a DocumentError; files of other kinds inside a folder are skipped."""
-    found: list[Path] = []
+def walk_documents(sources: Iterable[str | Path]) -> list[tuple[Path, bool]]:
+    """(path, named) of the documents named (named True) and of those found in the folders named (sorted,
+    hidden files skipped). A named file of an unknown kind or a missing path is a DocumentError; files of other
+    kinds inside a folder are skipped."""
+    found: dict[Path, bool] = {}
     for src in sources:
         path = Path(src).expanduser()
         if path.is_dir():
             for p in sorted(path.rglob("*")):
                 if p.is_file() and document_kind(p) and not any(part.startswith(".") for part in
                                                                  p.relative_to(path).parts):
-                    found.append(p)
+                    found.setdefault(p, False)
         elif path.is_file():
             if not document_kind(path):
                 raise DocumentError(_("{path}: not a document devtune reads (Markdown, text, HTML, DOCX or PDF: "
                                       "{suffixes})", path=path, suffixes=" ".join(sorted(KINDS))))
-            found.append(path)
+            found[path] = True
         else:
             raise DocumentError(_("{path}: no such file or folder", path=path))
-    unique = list(dict.fromkeys(found))
-    if not unique:
+    if not found:
         raise DocumentError(_("no documents found in {sources} (Markdown, text, HTML, DOCX or PDF)",
                               sources=", ".join(str(s) for s in sources)))
-    return unique
+    return list(found.items())
+
+
+def find_documents(sources: Iterable[str | Path]) -> list[Path]:
+    """The documents named, folders walked (see `walk_documents`)."""
+    return [p for p, _named in walk_documents(sources)]
 
 
 def read_document(path: str | Path) -> Document:

@@ -1,6 +1,8 @@
 """`devtune data synth` as one call: documents → chunks → generation (journaled) → filters → files.
 
-`plan_chunks` reads and chunks the documents (the wizard previews its result); `resolve_endpoint` finds the
+`plan_chunks` reads and chunks the documents (the wizard previews its result): a document found in a folder that
+cannot be read (a scan, a damaged file) is skipped with its reason, one named directly stops the run, and so does
+a set of sources of which nothing can be read; `resolve_endpoint` finds the
 server (`--server ID`, devtune's own, or `--api-base URL --model NAME` with the key from an environment
 variable) and checks that it answers before anything is sent; `synthesize` runs the rest and returns a
 `SynthReport`, whose `to_json` is the CLI's contract.
@@ -16,7 +18,7 @@ from pathlib import Path
 
 from core.data.synth.chunks import DEFAULT_BUDGET, DEFAULT_OVERLAP, Chunk, chunk_document
 from core.data.synth.dataset import collect, review, write_dataset
-from core.data.synth.documents import Document, find_documents, read_document
+from core.data.synth.documents import Document, DocumentError, read_document, walk_documents
 from core.data.synth.filters import DEFAULT_GROUNDING
 from core.data.synth.generate import Generator, SynthError, SynthOptions, SynthProgress
 from core.data.synth.journal import Journal, journal_path
@@ -32,6 +34,7 @@ DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 class ChunkPlan:
     documents: list[Document]
     chunks: list[Chunk]
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why) of the unreadable ones in folders
 
     def per_document(self) -> dict[str, int]:
         counts = {d.path: 0 for d in self.documents}
@@ -41,10 +44,32 @@ class ChunkPlan:
 
 
 def plan_chunks(sources, *, budget: int = DEFAULT_BUDGET, overlap: int = DEFAULT_OVERLAP) -> ChunkPlan:
-    """Read every document named (folders walked) and chunk it; DocumentError names the first that fails."""
-    docs = [read_document(p) for p in find_documents(sources)]
+    """Read every document named (folders walked) and chunk it. A document named that cannot be read is a
+    DocumentError; one found in a folder is skipped (`ChunkPlan.skipped`), unless none at all can be read."""
+    docs: list[Document] = []
+    skipped: list[tuple[str, str]] = []
+    for path, named in walk_documents(sources):
+        try:
+            docs.append(read_document(path))
+        except DocumentError as exc:
+            if named:
+                raise
+            skipped.append((str(path), str(exc)))
+    if not docs:
+        raise DocumentError(_("none of the documents can be read:\n{why}",
+                              why="\n".join(f"  {why}" for _path, why in skipped)))
     chunks = [c for d in docs for c in chunk_document(d, budget=budget, overlap=overlap)]
-    return ChunkPlan(docs, chunks)
+    return ChunkPlan(docs, chunks, skipped)
+
+
+def skipped_lines(skipped: list[tuple[str, str]]) -> list[str]:
+    """What the person reads about the documents left out."""
+    if not skipped:
+        return []
+    from core.data.wording import counted
+
+    return [_("skipped {n} that cannot be read:", n=counted("document", len(skipped)))] + \
+        [f"  {why}" for _path, why in skipped]
 
 
 def resolve_endpoint(ws, *, server: str | None = None, api_base: str | None = None, model: str | None = None,
@@ -98,6 +123,8 @@ class SynthReport:
     model: str
     elapsed_s: float
     per_document: dict[str, int] = field(default_factory=dict)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    written: bool = True  # False: no pair passed, OUT was not written (nor replaced)
 
     def to_json(self) -> dict:
         p = self.progress
@@ -108,15 +135,21 @@ class SynthReport:
                 "from_journal": p.from_journal, "retries": p.retries, "errors": p.errors,
                 "tokens": {"prompt": p.prompt_tokens, "completion": p.completion_tokens},
                 "tokens_per_s": round(p.tokens_per_s, 2), "stopped": p.stopped or None,
+                "skipped": [{"file": f, "reason": why} for f, why in self.skipped], "written": self.written,
                 "elapsed_s": round(self.elapsed_s, 2)}
 
     def lines(self) -> list[str]:
         from core.data.wording import counted
 
         p = self.progress
-        out = [_("{pairs} written to {output} from {chunks} of {docs} ({done} answered)",
-                 pairs=counted("pair", self.rows), output=self.output, chunks=counted("chunk", self.chunks),
-                 docs=counted("document", self.documents), done=p.chunks_done)]
+        if self.written:
+            out = [_("{pairs} written to {output} from {chunks} of {docs} ({done} answered)",
+                     pairs=counted("pair", self.rows), output=self.output, chunks=counted("chunk", self.chunks),
+                     docs=counted("document", self.documents), done=p.chunks_done)]
+        else:
+            out = [_("no pair passed the filters: {output} was not written (the rejects say why; the journal keeps "
+                     "every reply, so a run with other settings asks nothing again)", output=self.output)]
+        out += skipped_lines(self.skipped)
         if self.rejected:
             out.append(_("  rejected: {reasons} → {rejects}", rejects=self.rejects,
                          reasons=", ".join(f"{k} {v}" for k, v in self.rejected.items())))
@@ -145,7 +178,7 @@ def synthesize(plan: ChunkPlan, output: Path, endpoint: Endpoint, prompts: Promp
     state = Generator(endpoint, prompts, journal, options, progress=progress, cancelled=cancelled).run(plan.chunks)
     candidates = collect(plan.chunks, journal, endpoint.model, prompts, options)
     review(candidates, min_grounding=min_grounding)
-    files = write_dataset(output, candidates, force=force, min_grounding=min_grounding)
+    files = write_dataset(output, candidates, force=force, min_grounding=min_grounding, empty=False)
     return SynthReport(output, len(plan.documents), len(plan.chunks), files.rows, files.rejected, files.rejects,
                        files.provenance, journal.path, state, min_grounding, endpoint.model,
-                       time.perf_counter() - began, plan.per_document())
+                       time.perf_counter() - began, plan.per_document(), plan.skipped, files.written)

@@ -1,0 +1,337 @@
+"""The Data step's "From documents" work (the handlers of tui/widgets/data_synth.py's view), mixed into
+DataScreen: documents read and chunked, pairs generated through a server (journaled, core/data/synth), reviewed
+pair by pair beside their source chunk — every decision saved beside the journal as it is made, and restored
+when the same documents are generated again — and written. Everything slow runs through the step base's
+background API; nothing here parses a file.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from textual.widgets import TabbedContent
+
+from core.i18n import _, _n
+from screens.base import Job, UserError
+from tui.widgets.data_file_tree import DataFileTree
+from tui.widgets.data_synth import DataSynth, ReviewTable
+
+
+@dataclass
+class SynthOutcome:
+    output: Path
+    chunks: list
+    candidates: list
+    progress: object
+    model: str
+    min_grounding: float = 0.5
+    reviews: object = None  # core.data.synth.decisions.ReviewFile
+    restored: int = 0  # decisions found in the review file and applied
+    skipped: list = field(default_factory=list)  # (path, why) of the documents left out
+
+
+@dataclass
+class SynthSettings:
+    options: object  # core.data.synth.generate.SynthOptions
+    min_grounding: float
+
+
+def synth_settings(fields: dict[str, str]) -> SynthSettings:
+    """The view's option fields, checked: UserError naming the field and what it takes."""
+    from core.data.synth.generate import SynthOptions
+
+    def number(key: str, title: str, *, cast=int, low=1, high=None, blank=None):
+        text = fields.get(key, "").strip()
+        if not text:
+            return blank
+        try:
+            value = cast(text)
+        except ValueError:
+            value = None
+        if value is None or value < low or (high is not None and value > high):
+            raise UserError(_("{field}: {text!r} is not a number from {low} to {high}", field=title, text=text,
+                              low=low, high=high if high is not None else "∞"))
+        return value
+
+    concurrency = number("concurrency", _("concurrency"), high=256, blank=8)
+    options = SynthOptions(concurrency=concurrency, max_requests=number("max-requests", _("max requests")),
+                           max_tokens=number("max-tokens", _("max tokens")))
+    grounding = number("min-grounding", _("min grounding"), cast=float, low=0, high=1, blank=0.5)
+    return SynthSettings(options, grounding)
+
+
+class SynthHandlers:
+    """DataScreen's "From documents" handlers (a mixin: DataScreen is the StepScreen that runs them)."""
+
+    synth: SynthOutcome | None = None  # the last generation: its chunks and candidate pairs
+
+    def _synth_init(self) -> None:
+        self.synth = None
+        self.synth_stop = threading.Event()
+
+    @property
+    def synth_running(self) -> bool:
+        """A Generate is under way (Write waits for it, Generate is not started twice)."""
+        return any(w.group == "data-synth" and w.node is self and not w.is_finished for w in self.workers)
+
+    def action_from_documents(self) -> None:
+        self.query_one("#data-tabs", TabbedContent).active = "tab-synth"
+        self.query_one("#synth-sources").focus()
+
+    def action_synth_stop(self) -> None:
+        self.synth_stop.set()
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane is not None and event.pane.id == "tab-synth":
+            self._load_servers()
+
+    # ---- servers --------------------------------------------------------------------------------
+    def _load_servers(self) -> None:
+        self.run_background(self._live_servers, self.ws, group="data-servers", description=_("Reading the servers"),
+                            done=self._servers_loaded)
+
+    @staticmethod
+    def _live_servers(job: Job, ws) -> tuple[list[tuple[str, str]], str | None]:
+        from core.serve.servers import list_servers
+
+        servers = [(f"{r.id} · {r.served_name}", r.id) for r in list_servers(ws)]
+        try:
+            active = ws.load_state().active_server
+        except Exception:  # a damaged state file must not hide the servers
+            active = None
+        return servers, active
+
+    def _servers_loaded(self, found) -> None:
+        servers, active = found
+        self.query_one(DataSynth).set_servers(servers, active)
+
+    # ---- what the view asks ---------------------------------------------------------------------
+    def on_data_synth_requested(self, event: DataSynth.Requested) -> None:
+        view = self.query_one(DataSynth)
+        if event.action == "stop":
+            self.action_synth_stop()
+            return
+        if event.action == "write":
+            self._synth_write(event.output)
+            return
+        if not event.sources:
+            view.status(_("name the documents or a folder first"), error=True)
+            return
+        self.clear_error()
+        if event.action == "chunks":
+            view.status(_("reading the documents…"))
+            self.run_background(self._plan, event.sources, self.ws, group="data-synth-plan",
+                                description=_("Reading the documents"), done=self._planned,
+                                failed=lambda e: view.status(str(e), error=True))
+            return
+        if self.synth_running:
+            text = _("pairs are being generated already: Stop first to start again")
+            view.status(text, error=True)
+            self.app.notify(text, severity="warning", timeout=6)
+            return
+        if not event.server:
+            view.status(_("no server to ask: start one in the Playground step or with `devtune serve MODEL` "
+                          "(the base model is fine), then ^r"), error=True)
+            return
+        if not event.output:
+            view.status(_("name the dataset file to write, e.g. data/from_docs.jsonl"), error=True)
+            return
+        try:
+            settings = synth_settings(event.options)
+        except UserError as exc:
+            view.status(str(exc), error=True)
+            return
+        self.synth_stop.clear()
+        view.status(_("starting…"))
+        self.run_background(self._generate, event.sources, event.output, event.server, settings, self.ws,
+                            self.synth_stop, group="data-synth", description=_("Generating pairs"),
+                            progress=self._synth_progress, done=self._generated,
+                            failed=lambda e: view.status(str(e), error=True))
+
+    @staticmethod
+    def _source_paths(sources: str, ws) -> list[Path]:
+        import shlex
+
+        try:
+            names = shlex.split(sources)
+        except ValueError:
+            names = sources.split()
+        return [p if p.is_absolute() else ws.abs(p) for p in (Path(n).expanduser() for n in names)]
+
+    @staticmethod
+    def _plan(job: Job, sources: str, ws):
+        from core.data.synth.documents import DocumentError
+        from core.data.synth.pipeline import plan_chunks
+
+        try:
+            return plan_chunks(SynthHandlers._source_paths(sources, ws))
+        except DocumentError as exc:
+            raise UserError(str(exc)) from exc
+
+    @staticmethod
+    def _chunk_rows(chunks) -> list[tuple]:
+        return [(Path(c.doc).name, c.index, c.tokens, c.page or "", c.heading, c.preview(120)) for c in chunks]
+
+    def _planned(self, plan) -> None:
+        from core.data.synth.pipeline import skipped_lines
+
+        view = self.query_one(DataSynth)
+        view.show_chunks(self._chunk_rows(plan.chunks))
+        view.status("\n".join([_("{chunks} chunks from {docs} documents; pick the server and Generate",
+                                 chunks=len(plan.chunks), docs=len(plan.documents))] + skipped_lines(plan.skipped)))
+
+    # ---- generating -----------------------------------------------------------------------------
+    @staticmethod
+    def _generate(job: Job, sources: str, output: str, server: str, settings: SynthSettings, ws,
+                  stop: threading.Event) -> SynthOutcome:
+        import dataclasses
+
+        from core.data.synth.dataset import collect, review
+        from core.data.synth.decisions import ReviewFile, decisions_path
+        from core.data.synth.documents import DocumentError
+        from core.data.synth.generate import Generator, SynthError
+        from core.data.synth.journal import Journal, journal_path
+        from core.data.synth.pipeline import plan_chunks, resolve_endpoint
+        from core.data.synth.prompts import PromptError, workspace_prompts
+
+        try:
+            plan = plan_chunks(SynthHandlers._source_paths(sources, ws))
+            job.report(plan)
+            endpoint = resolve_endpoint(ws, server=server)
+            prompts = workspace_prompts(ws.configs_dir)
+        except (DocumentError, SynthError, PromptError) as exc:
+            raise UserError(str(exc)) from exc
+        out = ws.abs(output)
+        journal = Journal(journal_path(out))
+        try:
+            state = Generator(endpoint, prompts, journal, settings.options,
+                              progress=lambda p: job.report_soon(dataclasses.replace(p)),
+                              cancelled=lambda: job.cancelled or stop.is_set()).run(plan.chunks)
+        except SynthError as exc:
+            raise UserError(str(exc)) from exc
+        finally:
+            journal.close()
+        candidates = collect(plan.chunks, journal, endpoint.model, prompts, settings.options)
+        review(candidates, min_grounding=settings.min_grounding)
+        reviews = ReviewFile(decisions_path(out))
+        restored = reviews.apply(candidates)
+        return SynthOutcome(out, plan.chunks, candidates, state, endpoint.model, settings.min_grounding, reviews,
+                            restored, plan.skipped)
+
+    def _synth_progress(self, value) -> None:
+        view = self.query_one(DataSynth)
+        if hasattr(value, "chunks"):  # the plan, first
+            view.show_chunks(self._chunk_rows(value.chunks))
+            return
+        if isinstance(value, list) and value:  # job.report_soon's batch: the latest counts
+            view.status(value[-1].line())
+
+    def _generated(self, outcome: SynthOutcome) -> None:
+        from core.data.synth.pipeline import skipped_lines
+
+        self.synth = outcome
+        p = outcome.progress
+        kept = sum(1 for c in outcome.candidates if c.kept)
+        stopped = {"cancelled": _("stopped"), "max-requests": _("request cap reached"),
+                   "max-tokens": _("token cap reached")}.get(p.stopped, _("done"))
+        lines = [_("{stopped}: {line}\n{kept} of {n} pairs pass the filters (grounding ≥ {t}); review them (a accept · "
+                   "x reject · e edit), then Write", stopped=stopped, line=p.line(), kept=kept,
+                   n=len(outcome.candidates), t=outcome.min_grounding)]
+        if outcome.restored:
+            lines.append(_n("{n} review decision restored from {path}", "{n} review decisions restored from {path}",
+                            outcome.restored, path=self.ws.rel(outcome.reviews.path)))
+        if outcome.reviews is not None and outcome.reviews.unreadable:
+            lines.append(_("the saved review {path} could not be read ({error}); it is replaced at the next decision",
+                           path=self.ws.rel(outcome.reviews.path), error=outcome.reviews.unreadable))
+        self.query_one(DataSynth).status("\n".join(lines + skipped_lines(outcome.skipped)))
+        self._show_pairs()
+        self.query_one(ReviewTable).focus()
+
+    # ---- review ---------------------------------------------------------------------------------
+    def _show_pairs(self) -> None:
+        if self.synth is None:
+            return
+        self.query_one(DataSynth).show_pairs([(c.decision, c.kept, c.reason, c.pair.grounding, c.pair.question,
+                                               c.pair.answer, c.chunk.text) for c in self.synth.candidates])
+
+    def _save_review(self) -> None:
+        reviews = self.synth.reviews if self.synth is not None else None
+        if reviews is None:
+            return
+        seq, text = reviews.record(self.synth.candidates)
+        self.run_background(self._write_review, reviews, seq, text, group="data-synth-review", exclusive=False,
+                            description=_("Saving the review"))
+
+    @staticmethod
+    def _write_review(job: Job, reviews, seq: int, text: str) -> None:
+        try:
+            reviews.write(seq, text)
+        except OSError as exc:
+            raise UserError(_("cannot save the review to {path}: {error}", path=reviews.path,
+                              error=exc.strerror or exc)) from exc
+
+    def on_review_table_decided(self, message: ReviewTable.Decided) -> None:
+        if self.synth is None or not 0 <= message.row < len(self.synth.candidates):
+            return
+        candidate = self.synth.candidates[message.row]
+        candidate.decision = "" if candidate.decision == message.decision else message.decision
+        self._show_pairs()
+        self._save_review()
+
+    def on_review_table_edit_asked(self, message: ReviewTable.EditAsked) -> None:
+        self.query_one(DataSynth).open_edit(message.row)
+
+    def on_data_synth_edited(self, message: DataSynth.Edited) -> None:
+        if self.synth is None or not 0 <= message.row < len(self.synth.candidates):
+            return
+        if not message.question.strip() or not message.answer.strip():
+            self.query_one(DataSynth).status(_("an edited pair needs a question and an answer"), error=True)
+            return
+        self.synth.candidates[message.row].edit(message.question, message.answer)
+        self._show_pairs()
+        self._save_review()
+
+    # ---- writing --------------------------------------------------------------------------------
+    def _synth_write(self, output: str) -> None:
+        view = self.query_one(DataSynth)
+        if self.synth_running:  # the pairs on show are the last run's: writing them now would be a surprise
+            text = _("pairs are still being generated: wait until they are done (or Stop), review them, then Write")
+            view.status(text, error=True)
+            self.app.notify(text, severity="warning", timeout=6)  # the progress line soon covers the status
+            return
+        if self.synth is None:
+            view.status(_("generate the pairs first (Generate)"), error=True)
+            return
+        out = self.ws.abs(output) if output else self.synth.output
+        if not any(c.kept for c in self.synth.candidates):
+            view.status(_("no pair is kept: accept some (a) before writing"), error=True)
+            return
+        if out.exists():
+            from tui.widgets.confirm import ConfirmScreen
+
+            self.app.push_screen(ConfirmScreen(_("{path} exists. Replace it with the reviewed pairs?",
+                                                 path=self.ws.rel(out))),
+                                 lambda ok: self._write_pairs(out, True) if ok else None)
+            return
+        self._write_pairs(out, False)
+
+    def _write_pairs(self, out: Path, force: bool) -> None:
+        self.run_background(self._write_dataset, out, self.synth.candidates, force, self.synth.min_grounding,
+                            group="data-synth-write", description=_("Writing the pairs"), done=self._pairs_written)
+
+    @staticmethod
+    def _write_dataset(job: Job, out: Path, candidates: list, force: bool, min_grounding: float):
+        from core.data.synth.dataset import write_dataset
+
+        return write_dataset(out, candidates, force=force, min_grounding=min_grounding)
+
+    def _pairs_written(self, files) -> None:
+        self.query_one(DataSynth).status(_("wrote {rows} pairs to {path} ({rejects} with the rest, {prov} with the "
+                                           "source of each row)", rows=files.rows, path=self.ws.rel(files.output),
+                                           rejects=self.ws.rel(files.rejects), prov=self.ws.rel(files.provenance)))
+        self.query_one(DataFileTree).reload()
+        self.app.notify(_("wrote {path}; it is open now: lint it, then register it", path=self.ws.rel(files.output)),
+                        timeout=6)
+        self.open_file(files.output)
