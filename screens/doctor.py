@@ -40,19 +40,19 @@ class DoctorScreen(StepScreen):
     checks: var[dict] = var(dict, always_update=True)  # check id -> DoctorCheck judged so far
     selected: var[str | None] = var(None)  # the tree's highlighted node (a check id or "category:<id>")
     summary: var[str] = var("")
+    running_all: var[bool] = var(False)  # every check is being run
+    running_some: var[frozenset[str]] = var(frozenset)  # the checks being re-run
+    report = var(None)  # core.doctor.model.DoctorReport, once a run finished
+    evidence = var(None)  # the probes' evidence of the last whole run (re-checks judge against it)
 
     @property
     def INTRO(self) -> str:  # noqa: N802 - StepScreen's attribute, translated when shown
         return _("Every check of this machine for fine-tuning: what was found and the exact command that fixes "
-                 "it. Fix what fails, then press F6 on the check (or F5 for all). ctrl+s saves the report.")
+                 "it. Fix what fails, then press F6 on the check (or F5 for all). ^s saves the report.")
 
     def __init__(self) -> None:
         super().__init__()
         self.verdicts: list = []  # core.doctor.registry.Verdict, in report order
-        self.report = None
-        self.evidence = None
-        self.running_all = False
-        self.running_some: set[str] = set()
         self.probes_done: set[str] = set()
         self.saved_path = None
 
@@ -122,10 +122,9 @@ class DoctorScreen(StepScreen):
         if self.running_some:
             self.app.notify(_("a re-check is already running"), timeout=3)
             return
-        self.running_some = set(ids)
         for check_id in ids:
             tree.set_state(check_id, "running")
-        self._show_selected()
+        self.running_some = frozenset(ids)
         self.run_background(self._run_doctor, self.ws, ids, self.evidence, group="doctor-recheck",
                             description=_("Re-running checks"), progress=self._doctor_event,
                             done=lambda _r: self._finished(whole=False))
@@ -142,8 +141,7 @@ class DoctorScreen(StepScreen):
             for check_id in self.running_some:
                 check = self.checks.get(check_id)
                 tree.set_state(check_id, check.status if check else "pending")
-            self.running_some = set()
-        self._show_selected()
+            self.running_some = frozenset()
 
     # ---- results -------------------------------------------------------------------------------
     def _doctor_event(self, event) -> None:
@@ -170,7 +168,7 @@ class DoctorScreen(StepScreen):
         if whole:
             self.running_all = False
         else:
-            self.running_some = set()
+            self.running_some = frozenset()
         if self.evidence is None:  # stopped before the end
             return
         order = [v.id for v in self.verdicts]
@@ -183,7 +181,7 @@ class DoctorScreen(StepScreen):
                 next((c for c in report.checks if c.status == "warn"), None)
             if first is not None:
                 self.query_one(CheckTree).select_check(first.id)
-        self._show_selected()
+                self.selected = first.id  # now, not when the tree's highlight message arrives
 
     @on(Tree.NodeHighlighted, "#doctor-tree")
     def _highlighted(self, event: Tree.NodeHighlighted) -> None:
@@ -193,6 +191,15 @@ class DoctorScreen(StepScreen):
         self._show_selected()
 
     def watch_checks(self, _checks: dict) -> None:
+        self._show_selected()
+
+    def watch_running_all(self, _running: bool) -> None:
+        self._show_selected()
+
+    def watch_running_some(self, _ids: frozenset[str]) -> None:
+        self._show_selected()
+
+    def watch_report(self, _report) -> None:
         self._show_selected()
 
     def watch_summary(self, text: str) -> None:

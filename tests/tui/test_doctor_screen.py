@@ -128,3 +128,26 @@ async def test_a_failed_run_can_be_started_again(workspace, doctor_only, monkeyp
         await pilot.press("f5")
         await wait_until(pilot, lambda: screen.report is not None and not screen.running_all)
         assert not screen.report.failed and screen.report.machine == "rocm"
+
+
+def test_the_details_follow_the_state_by_themselves():
+    """What drives the details pane is reactive state (issue 15): the pane is redrawn by the watchers of
+    `selected`, `checks`, `running_all`, `running_some` and `report`, never by hand from an action."""
+    import ast
+    import inspect
+
+    from textual.reactive import Reactive
+
+    import screens.doctor as module
+
+    for name in ("selected", "checks", "running_all", "running_some", "report", "evidence"):
+        assert isinstance(DoctorScreen.__dict__.get(name), Reactive), name
+    callers = set()
+    for fn in ast.walk(ast.parse(inspect.getsource(module))):
+        if isinstance(fn, ast.FunctionDef):
+            calls = [n for n in ast.walk(fn) if isinstance(n, ast.Attribute) and n.attr == "_show_selected"
+                     and isinstance(n.ctx, ast.Load)]
+            if calls:
+                callers.add(fn.name)
+    assert callers and all(name.startswith("watch_") for name in callers), sorted(callers)
+    assert {"watch_selected", "watch_checks", "watch_running_some", "watch_report"} <= callers
