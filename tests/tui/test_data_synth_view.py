@@ -229,3 +229,22 @@ async def test_an_unreadable_document_in_the_folder_is_listed_not_fatal(served):
         await wait_until(pilot, lambda: "chunks from 5 documents" in status(screen))
         assert "skipped 1 document that cannot be read" in status(screen) and "broken.docx" in status(screen)
         assert "-error" not in view.query_one("#synth-status").classes
+
+
+async def test_the_server_list_is_read_again_when_the_step_is_shown_again(served):
+    ws, server = served
+    app = DevtuneApp(ws, watch_terminal=False)
+    async with app.run_test(size=(140, 50)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, DataScreen) and app.screen.is_mounted)
+        screen = app.screen
+        await pilot.press("d")
+        select = screen.query_one("#synth-server")
+        await wait_until(pilot, lambda: select.value == "fake-1")
+        record = json.loads((ws.servers_dir / "fake-1" / "server.json").read_text())
+        (ws.servers_dir / "fake-2").mkdir()
+        (ws.servers_dir / "fake-2" / "server.json").write_text(json.dumps({**record, "id": "fake-2"}))
+        app.action_goto_step("merge")
+        await wait_until(pilot, lambda: app.screen is not screen)
+        app.action_goto_step("data")
+        await wait_until(pilot, lambda: [v for _label, v in select._options if v != select.NULL] == ["fake-1", "fake-2"])
+        assert select.value == "fake-1"  # the choice made stays

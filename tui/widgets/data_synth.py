@@ -244,10 +244,11 @@ class DataSynth(VerticalScroll):
     def set_servers(self, servers: list[tuple[str, str]], active: str | None = None) -> None:
         """(label, id) of the live servers."""
         select = self.query_one("#synth-server", Select)
+        chosen = select.value
         select.set_options(servers)
         ids = [sid for _label, sid in servers]
-        if ids:
-            select.value = active if active in ids else ids[0]
+        if ids:  # the person's choice stays while its server does; else the active one, else the first
+            select.value = chosen if chosen in ids else active if active in ids else ids[0]
 
     def status(self, text: str, *, error: bool = False) -> None:
         box = self.query_one("#synth-status", Static)
