@@ -52,9 +52,9 @@ def key_map_rows() -> list[tuple[str, str]]:
     """(key, meaning) of each kind of step key, for the help screen."""
     meaning = {
         "run": _("main action (lint, checks, save, train, merge, serve)"),
-        "check": _("check (re-check, LLaMA-Factory, diagnose, export, verify)"),
-        "stop": _("stop what the step started (a run, a server)"),
-        "refresh": _("read the files again (files, config, runs, servers)"),
+        "check": _("check (re-check, LLaMA-Factory, diagnose, merge, eval)"),
+        "stop": _("stop what the step started (generating, a run, a server)"),
+        "refresh": _("reload from disk (files, config, runs, servers)"),
         "save": _("save (the config, the doctor's report)"),
     }
     return [(display, meaning[kind]) for kind, (_key, display) in STEP_KEYS.items()]

@@ -105,7 +105,7 @@ class ConfigScreen(StepScreen):
         step_binding("config", "save", "save", _("Save config"), show=False),
         step_binding("config", "check", "check", _("Check with LLaMA-Factory"),
                      tooltip=_("ask LLaMA-Factory's own argument parser about this config (a few seconds)")),
-        step_binding("config", "refresh", "reload", _("Reload from disk"),
+        step_binding("config", "refresh", "reload", _("Reload the config"),
                      tooltip=_("read configs/train.yaml again, dropping the form's changes")),
     ]
 

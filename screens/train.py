@@ -37,7 +37,7 @@ class TrainScreen(StepScreen):
                      tooltip=_("stop after the current step; the adapter is saved")),
         step_binding("train", "check", "diagnose", _("Diagnose"),
                      tooltip=_("explain what went wrong in the selected run, with the fix")),
-        step_binding("train", "refresh", "refresh_runs", _("Refresh runs"), tooltip=_("list the runs again")),
+        step_binding("train", "refresh", "refresh_runs", _("Reload the runs"), tooltip=_("list the runs again")),
         Binding("r", "resume", _("Resume run"), id="train.resume",
                 tooltip=_("continue a stopped or failed run from its last checkpoint")),
         Binding("g", "toggle_gpus", _("Chart / GPUs"), id="train.toggle_gpus",

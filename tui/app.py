@@ -39,6 +39,9 @@ class DevtuneApp(App[int]):
             Binding(str(n), f"goto_step_number({n})", _("Go to step {n}", n=n), show=False, id=f"app.step_{n}")
             for n in range(1, 7)
         ],
+        # Textual's own palette binding, with its footer label in the wizard's language
+        Binding("ctrl+p", "command_palette", _("Palette"), show=False, priority=True,
+                tooltip=_("Open the command palette: every action of this step"), id="app.palette"),
     ]
 
     def __init__(self, ws: Workspace, *, watch_terminal: bool = True) -> None:
@@ -224,20 +227,33 @@ class DevtuneApp(App[int]):
     def action_prev_step(self) -> None:
         self._move(-1)
 
+    def get_key_display(self, binding: Binding) -> str:
+        """The footer writes keys as F1 does (F1, F5, ^r): one style for the wizard's keys and Textual's."""
+        from tui.help import key_label
+
+        return key_label(binding)
+
     def action_help(self) -> None:
-        from tui.help import HelpScreen, binding_rows
+        from tui.help import HelpScreen, binding_rows, key_label
 
         from screens.base import key_map_rows
 
         # the step's own keys (a focused widget's editing and scrolling keys are the usual ones)
         here = [a.binding for a in self.screen.active_bindings.values() if a.node is self.screen and a.binding.id]
+        palette = next(b for b in self.BINDINGS if b.action == "command_palette")
+        order = [display for display, _meaning in key_map_rows()]  # the key map's keys first, in its order
+        rows = sorted(binding_rows(here), key=lambda row: order.index(row[0].split()[0])
+                      if row[0].split()[0] in order else len(order))
         self.push_screen(HelpScreen([
-            (_("This step"), binding_rows(here)),
+            (_("This step"), rows),
             (_("The same key on every step"), key_map_rows()),
-            (_("Everywhere"), binding_rows(list(self.BINDINGS)) + [("1-6", _("Go to step 1-6"))]),
+            (_("Everywhere"), binding_rows(list(self.BINDINGS))
+             + [("1-6", _("Go to step 1-6")), (key_label(palette), palette.tooltip)]),
         ]))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        from tui.help import key_label
+
         yield from super().get_system_commands(screen)
         for n, step in enumerate(step_registry.STEPS, 1):
             yield SystemCommand(_("Go to step {n}: {title}", n=n, title=step.title), step.blurb,
@@ -252,6 +268,6 @@ class DevtuneApp(App[int]):
             seen.add(binding.action)
             yield SystemCommand(
                 binding.description,
-                binding.tooltip or _("key: {key}", key=binding.key_display or key),
+                binding.tooltip or _("key: {key}", key=key_label(binding)),
                 lambda node=active.node, action=binding.action: self.run_action(action, node),
             )

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from textual.app import App
-from textual.widgets import Checkbox, Input, Static
+from textual.widgets import Checkbox, Input, Label, Select, Static
 from textual.widgets._footer import FooterKey
 
 from core.i18n import LOCALES_DIR
@@ -220,18 +220,93 @@ async def test_the_footer_and_f1_show_the_key_map(workspace, step):
         assert f"F5" in text.split("The same key on every step")[0]  # this step's own F5 row
 
 
+def _help_sections(text: str) -> dict[str, list[tuple[list[str], str]]]:
+    """The help text as {section title: [(keys, label), ...]} (rows are "  KEYS<pad to 14> LABEL")."""
+    sections: dict[str, list[tuple[list[str], str]]] = {}
+    title = None
+    for line in text.splitlines():
+        if line.startswith("  "):
+            if title is not None:
+                sections[title].append((line[2:16].split(), line[17:].strip()))
+        elif line.strip():  # a section's title (or the heading, or a closing sentence: no rows)
+            title = line.strip()
+            sections.setdefault(title, [])
+        else:
+            title = None
+    return {t: rows for t, rows in sections.items() if rows}
+
+
+def test_f1_and_the_footer_in_chinese_list_each_key_once_in_chinese(tmp_path):
+    """F1 on every step under zh: each key once per section (the step numbers one row, a step's keys and
+    the wizard's never twice), the step's shown keys all there, and no English word in a label except key
+    names; the footer's labels (Textual's palette key included) are Chinese too."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.core.test_zh_text import english_left
+    from tui.help import binding_rows
+
+    env = {**os.environ, "DEVTUNE_LANG": "zh"}
+    out = subprocess.run([sys.executable, "-m", "tests.tui.help_render", str(tmp_path / "ws")], cwd=ROOT,
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    seen = json.loads(out.stdout)
+    assert list(seen) == list(step_registry.step_ids())
+    for step, cls in zip(seen, STEP_CLASSES):
+        sections = _help_sections(seen[step]["help"])
+        assert list(sections) == ["当前步骤", "每一步都相同的按键", "全局"], (step, list(sections))
+        here, key_map, everywhere = sections.values()
+        for rows in (here, key_map, here + everywhere):
+            keys = [k for ks, _label in rows for k in ks]
+            assert len(keys) == len(set(keys)), f"{step}: a key listed twice: {keys}"
+        assert [ks for ks, _label in key_map] == [[display] for display, _m in key_map_rows()]
+        shown = {k for ks, _label in binding_rows(list(cls.BINDINGS)) for k in ks.split()}
+        assert {k for ks, _label in here for k in ks} == shown, step
+        everywhere_keys = [k for ks, _label in everywhere for k in ks]
+        assert "1-6" in everywhere_keys and not [k for k in everywhere_keys if k.isdigit()], everywhere_keys
+        assert everywhere_keys[0] == "F1" and "^q" in everywhere_keys, everywhere_keys  # F1, not f1
+        labels = [label for _ks, label in here + key_map + everywhere]
+        labels += [label for _key, label in seen[step]["footer"]]
+        english = [(label, english_left(label)) for label in labels if english_left(label)]
+        assert not english, f"{step}: English in Chinese labels: {english}"
+
+
 # ---- every input labelled --------------------------------------------------------------------------
-@pytest.mark.parametrize("step", ["data", "merge", "playground"])
+def _visible_label(field) -> str:
+    """What says what a field is once it is filled in: its border title (on a drawn border), or the Label
+    beside it in a FieldForm row."""
+    if field.border_title and field.styles.border_top[0] not in ("", "none", "hidden"):
+        return str(field.border_title)
+    row = field.parent
+    if row is not None and row.has_class("form-row"):
+        return " ".join(str(label.render()) for label in row.query(Label) if label.display).strip()
+    return ""
+
+
+@pytest.mark.parametrize("step", ["data", "config", "train", "merge", "playground"])
 async def test_every_input_has_a_visible_label(workspace, step):
+    """Every text field of each step says what it is (through a border title, or the Label of its Config
+    form row), so do the form's choices and checkboxes, and no checkbox reads as a CLI flag. The Train step
+    has no text field today: the test keeps it so."""
+    from tests.core.config_workspace import fake_model, register_dataset
+    from tui.widgets.field_form import FieldForm
+
+    fake_model(workspace)
+    register_dataset(workspace)
     workspace.update_state(lambda s: setattr(s, "current_step", step))
     app = DevtuneApp(workspace, watch_terminal=False)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await opened(pilot, app)
         await pilot.pause()
-        inputs = list(screen.query(Input))
-        assert inputs
-        for field in inputs:
-            assert field.border_title, f"#{field.id} says only its value"
-            assert field.styles.border_top[0] not in ("", "none", "hidden"), f"#{field.id}: its title has no border"
+        fields = list(screen.query(Input))
+        forms = list(screen.query(FieldForm))
+        for form in forms:
+            fields += [w for w in form.query("Select, Checkbox") if w not in fields]
+        assert fields or step == "train", f"{step}: no field found"
+        assert forms or step != "config", "the Config step's form is not there"
+        for field in fields:
+            assert _visible_label(field), f"{step}: #{field.id} says only its value"
         for box in screen.query(Checkbox):
-            assert str(box.label).strip() and not str(box.label).startswith("--"), f"#{box.id}: {box.label}"
+            label = str(box.label).strip() or _visible_label(box)
+            assert label and not label.startswith("--"), f"{step}: #{box.id}: {label!r}"

@@ -57,7 +57,7 @@ class CheckDetails(VerticalScroll):
         yield Static("", classes="check-details-status", id="check-details-status", markup=False)
         yield Static(_("What was seen"), classes="check-details-heading")
         yield Static("", classes="check-details-text", id="check-details-evidence", markup=False)
-        yield Static(_("Fix"), classes="check-details-heading", id="check-details-fix-heading")
+        yield Static(_("How to fix"), classes="check-details-heading", id="check-details-fix-heading")
         yield Static("", classes="check-details-fix", id="check-details-fix", markup=False)
         yield Static("", classes="check-details-hint", id="check-details-reference", markup=False)
         yield Static("", classes="check-details-hint", id="check-details-hint", markup=False)
