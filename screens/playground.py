@@ -9,7 +9,6 @@ re-attaches to the live ones."""
 from __future__ import annotations
 
 import asyncio
-import time
 from dataclasses import dataclass
 
 from textual import on
@@ -20,7 +19,7 @@ from textual.reactive import var
 from textual.widgets import Button, Checkbox, Input, Log, Select, Static, TabbedContent, TabPane
 
 from core.i18n import _
-from screens.base import HUMAN_RATE, Job, StepScreen, UserError, step_binding
+from screens.base import Job, StepScreen, UserError, step_binding
 from tui.widgets.chat_params import ChatParamsForm
 from tui.widgets.chat_transcript import ChatTranscript
 from tui.widgets.titled import titled
@@ -293,19 +292,25 @@ class PlaygroundScreen(StepScreen):
                     conversation = Conversation(await asyncio.to_thread(endpoint, self.ws, record))
                     self.conversations[transcript] = conversation
                 conversation.params = params
-                text, last = "", time.monotonic()
+                text = ""
                 async for event in conversation.aask(question):
                     if isinstance(event, ChatDone):
+                        job.flush()  # the answer so far, then the whole answer with its figures
                         job.report(self.ChatText(transcript, event.text, stats=event.stats.line()))
                         break
                     text += event.text
-                    if time.monotonic() - last >= HUMAN_RATE:
-                        job.report(self.ChatText(transcript, text))
-                        last = time.monotonic()
+                    job.report_soon(self.ChatText(transcript, text))  # at a human rate (base.HUMAN_RATE)
             except (ChatError, ServerError, OSError) as exc:
+                job.flush()
                 job.report(self.ChatText(transcript, "", error=str(exc)))
 
-    def _chat_text(self, message: ChatText) -> None:
+    def _chat_text(self, update: ChatText | list[ChatText]) -> None:
+        """An answer's end (or error), or a batch of the answers so far: only each one's newest counts."""
+        if isinstance(update, list):
+            for message in {m.target: m for m in update}.values():
+                self.query_one(f"#{message.target}", ChatTranscript).update_answer(message.text)
+            return
+        message = update
         chat = self.query_one(f"#{message.target}", ChatTranscript)
         if message.error:
             self.show_error(message.error)
