@@ -385,6 +385,66 @@ def test_ctrl_q_on_the_config_step_then_a_hang_up(trials):
     assert all(r.ok for r in results), describe(results)
 
 
+ROOT = Path(__file__).resolve().parents[2]
+
+EXITING = """
+import multiprocessing, subprocess, sys, time
+from core.processes import helpers
+
+def main():
+    worker = multiprocessing.get_context("spawn").Process(target=time.sleep, args=(60,))
+    worker.start()  # in this process's session, like a lint's worker processes
+    quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    detached = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True,
+                                **quiet)
+    helper = helpers.start_helper([sys.executable, "-c", "import time; time.sleep(60)"], **quiet)
+    print(worker.pid, detached.pid, helper.pid, flush=True)
+    print(helpers.close_helpers(), helpers.end_children(), flush=True)
+    try:
+        helpers.run_helper([sys.executable, "-c", "print('started')"], timeout=10)
+    except helpers.HelpersClosed as exc:
+        print("refused:", exc, flush=True)
+    late = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True, **quiet)
+    try:
+        helpers.track(late)  # started by its caller while devtune exits (the doctor's tools)
+    except helpers.HelpersClosed:
+        print("late ended:", late.wait(5), flush=True)
+    worker.join(5)
+    print(worker.exitcode, flush=True)
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_exiting_ends_helpers_and_own_children_refuses_new_helpers_and_spares_other_sessions(tmp_path):
+    """What the wizard does on the way out (tui/terminal.py), in a process of its own: the helper (its own
+    session) and the worker process (this session) are ended, a helper asked for afterwards is refused and
+    one started by its caller is ended at once, and a process leading its own session (a run, a server)
+    lives on."""
+    script = tmp_path / "exiting.py"
+    script.write_text(EXITING)
+    proc = subprocess.run([sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "DEVTUNE_LANG": "en"})
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 0 and len(lines) == 5, proc.stdout + proc.stderr
+    worker, detached, helper = (int(x) for x in lines[0].split())
+    ended_helpers, ended_children = (int(x) for x in lines[1].split())
+    try:
+        assert ended_helpers == 1 and ended_children >= 1  # the worker (and the spawn's resource tracker)
+        assert lines[2].startswith("refused: devtune is exiting")
+        assert lines[3] == "late ended: -9"
+        assert lines[4] == "-9"  # the worker, killed
+        assert not psutil.pid_exists(helper) or psutil.Process(helper).status() == psutil.STATUS_ZOMBIE
+        assert psutil.Process(detached).is_running()
+    finally:
+        for pid in (detached, helper):
+            try:
+                psutil.Process(pid).kill()
+            except psutil.Error:
+                pass
+
+
 def test_monitor_follow_exits_when_its_terminal_goes_away(trials):
     result = TrialResult("monitor --follow", (100, 30))
     argv = [DEVTUNE, "-w", str(trials.ws.root), "monitor", trials.sleeper, "--follow"]
