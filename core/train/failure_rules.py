@@ -13,27 +13,19 @@ file names are not translated. Sources of the error texts: tests/fixtures/logs/S
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from core.i18n import _
+from core.train.failure_rule import Rule
+from core.train.failure_rules_export import export_serve_rules
+from core.train.failure_rules_stages import stage_rules
 
-
-@dataclass(frozen=True)
-class Rule:
-    id: str
-    patterns: tuple[str, ...]
-    title: str
-    explanation: str
-    fix: str
-    commands: tuple[str, ...] = ()
-    weight: int = 50
-    exit_codes: tuple[int, ...] = ()
-    suppresses: tuple[str, ...] = ()
-    symptom: bool = False  # what the other ranks see when one fails (a timeout, an abort): never the cause first
-    unless: str | None = None  # a line that also matches this is not evidence for the rule
+__all__ = ["Rule", "rules"]
 
 
 def rules() -> list[Rule]:
+    return _training_rules() + stage_rules() + export_serve_rules()
+
+
+def _training_rules() -> list[Rule]:
     return [
         Rule("gpu-out-of-memory",
              (r"HIP out of memory", r"CUDA out of memory", r"torch\.(?:cuda\.)?OutOfMemoryError", r"hipErrorOutOfMemory",
@@ -69,6 +61,19 @@ def rules() -> list[Rule]:
              _("Reinstall torch for this GPU and ROCm version; check the GPU is on ROCm's support list."),
              ("python -c \"import torch; print(torch.__version__, torch.version.hip)\"",), weight=85,
              exit_codes=(132, -4)),
+        Rule("segfault",
+             (r"Fatal Python error: Segmentation fault", r"Signal 11 \(SIGSEGV\)", r"^Segmentation fault(?: \(core dumped\))?$"),
+             _("The trainer crashed with a segmentation fault (SIGSEGV)"),
+             _("Native code (a compiled library, a GPU kernel or the driver) read memory it does not own. The usual "
+               "cause is a binary that does not match the rest: an extension (flash-attn, bitsandbytes, DeepSpeed "
+               "ops, a custom kernel) built for another torch, CUDA/ROCm version or GPU architecture, or "
+               "HSA_OVERRIDE_GFX_VERSION making ROCm run kernels made for another GPU."),
+             _("The innermost frame quoted shows what was running; reinstall that library built for this torch and "
+               "GPU (or the matching wheel), unset HSA_OVERRIDE_GFX_VERSION on Instinct GPUs, and run again with "
+               "PYTHONFAULTHANDLER=1 if no frame was printed."),
+             ("PYTHONFAULTHANDLER=1 FORCE_TORCHRUN=1 llamafactory-cli train configs/train.yaml",
+              "python -c \"import torch; print(torch.__version__, torch.version.cuda, torch.version.hip)\"",
+              "unset HSA_OVERRIDE_GFX_VERSION"), weight=86, exit_codes=(139, -11)),
         Rule("force-torchrun", (r"Please use `?FORCE_TORCHRUN=1`? to launch DeepSpeed training",),
              _("DeepSpeed needs FORCE_TORCHRUN=1"),
              _("LLaMA-Factory starts DeepSpeed only under torchrun; with one GPU it does not use torchrun unless "
@@ -132,7 +137,7 @@ def rules() -> list[Rule]:
                "or train without quantization_bit."), ("pip install -U 'bitsandbytes>=0.50.0'",), weight=90),
         Rule("shared-memory",
              (r"Error while creating shared memory segment", r"failed to extend /dev/shm",
-              r"insufficient shared memory \(shm\)", r"out of shared memory"),
+              r"insufficient shared memory \(shm\)", r"out of shared memory", r"Fatal Python error: Bus error"),
              _("Not enough shared memory (/dev/shm)"),
              _("NCCL/RCCL and the data loader workers exchange data through /dev/shm, which is tiny in a default "
                "container (64 MB)."),
@@ -273,23 +278,6 @@ def rules() -> list[Rule]:
              _("DeepSpeed compiles some ops (fused Adam, ...) at first use and needs the toolkit's compiler."),
              _("Install the toolkit (ROCm: hipcc from /opt/rocm), or export CUDA_HOME / ROCM_HOME to it."),
              ("ls /opt/rocm/bin/hipcc", "export ROCM_HOME=/opt/rocm"), weight=90),
-        # ---- serving (vLLM)
-        Rule("vllm-kv-cache-too-small",
-             (r"larger than the maximum number of tokens that can be stored in KV cache",
-              r"which is larger than the available KV cache memory", r"No available memory for the cache blocks"),
-             _("vLLM has no room for the context length"),
-             _("After loading the weights, the GPU memory vLLM may use holds fewer tokens of KV cache than "
-               "max_model_len."),
-             _("Lower --max-model-len, raise --gpu-memory-utilization (up to 0.95), or use more GPUs with "
-               "--tensor-parallel-size."), weight=94),
-        Rule("chat-template-missing",
-             (r"default chat template is no longer allowed", r"Cannot use chat template functions because "
-              r"tokenizer\.chat_template is not set"),
-             _("The tokenizer has no chat template"),
-             _("The merged model's tokenizer does not carry a chat template, so the server cannot turn messages "
-               "into a prompt."),
-             _("Serve with the training template: devtune serve passes LLaMA-Factory's template as "
-               "--chat-template; or export with the template set in the merge YAML."), weight=92),
         Rule("slurm-time-limit", (r"CANCELLED AT \S+ DUE TO TIME LIMIT",),
              _("The Slurm job reached its time limit"),
              _("Slurm ended the job when its --time ran out; the run stopped wherever it was, and what it trained "

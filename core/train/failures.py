@@ -25,7 +25,7 @@ from pathlib import Path
 
 from core.i18n import _, current_language
 from core.train.failure_rules import Rule, rules
-from core.train.root_cause import PREFIX, RaisedException, RootCause, find_root_cause, signal_name
+from core.train.root_cause import CRASH_SIGNALS, PREFIX, RaisedException, RootCause, find_root_cause, signal_name
 
 MAX_SCAN = 16 * 1024 * 1024  # the head and the tail of a bigger log: where a run fails
 HEAD_SCAN = 4 * 1024 * 1024
@@ -210,7 +210,9 @@ def _rank(found: dict[str, tuple[list[LogEvidence], float]], exit_code: int | No
     explained = [d for d in out if exc is not None and any(e.file == exc.file and e.line == exc.line
                                                            for e in d.evidence)]
     symptoms = {r.id for r in table if r.symptom}
-    if explained:  # the rule that matches the root exception itself comes first
+    if explained and not (explained[0].id in symptoms and out[0].id not in symptoms):
+        # the rule that matches the root exception itself comes first (unless it only names the symptom, as
+        # "NCCL error" does, and a rule of the cause matched elsewhere: "Mismatched NCCL version")
         out.remove(explained[0])
         out.insert(0, explained[0])
         _quote_root_exception(out[0], cause)
@@ -253,7 +255,7 @@ def _where(cause: RootCause) -> list[LogEvidence]:
 
 
 def _exception_evidence(exc: RaisedException) -> list[LogEvidence]:
-    out = [LogEvidence(exc.file, exc.line, exc.text[:400])]
+    out = [LogEvidence(exc.file, exc.line, (exc.printed or exc.text)[:400])]
     if exc.frame_text:
         out.append(LogEvidence(exc.file, exc.frame_line, exc.frame_text))  # the frame that raised it
     return out
@@ -264,7 +266,7 @@ def _quote_root_exception(first: Diagnosis, cause: RootCause) -> None:
     exc = cause.exception
     if exc is not None:
         rest = [e for e in first.evidence if not (e.file == exc.file and e.line == exc.line)
-                and not PREFIX.sub("", e.text).startswith("raise ")]  # the raise's source line, not the error
+                and not PREFIX.sub("", e.text).lstrip().startswith("raise ")]  # the raise's source line, not the error
         first.evidence = _exception_evidence(exc) + rest
     known = {e.text for e in first.evidence}
     has_exit = any(e.file == _("exit status") for e in first.evidence)
@@ -278,22 +280,40 @@ def _root_cause_diagnosis(cause: RootCause, exit_code: int | None) -> Diagnosis:
     exc = cause.exception
     if exc is not None:
         evidence = _exception_evidence(exc) + _where(cause)
+        native = bool(exc.printed)  # a faulthandler dump or a C++ what(), not a Python traceback
         return Diagnosis(
             "root-cause", exc.text[:200],
+            _("No rule of devtune knows this error; the process crashed in native code (a compiled library), "
+              "and this is what it printed first: the error, and the innermost frame it ran.") if native else
             _("No rule of devtune knows this error; this is the first exception of the first rank that failed, "
               "and the code that raised it."),
+            _("The innermost frame names the library that crashed: reinstall it built for this torch, CUDA/ROCm "
+              "version and GPU architecture, or update it; the command below prints the whole dump.") if native else
             _("Read the exception and the frame that raised it: the message names what was wrong (a path, a key, "
               "a value of the config); fix that and start the run again. The command below prints the whole "
               "traceback."),
-            [f"sed -n '{exc.traceback_start or exc.line},{exc.line}p' {exc.file}"], evidence, 10.0)
-    title = (_("The run was killed by {signal}", signal=cause.signal) if cause.signal
+            [f"sed -n '{exc.traceback_start or exc.line},{max(exc.line, exc.frame_line or 0)}p' {exc.file}"],
+            evidence, 10.0)
+    crashed = cause.signal in CRASH_SIGNALS
+    title = (_("The run crashed with {signal}", signal=cause.signal) if crashed else
+             _("The run was killed by {signal}", signal=cause.signal) if cause.signal
              else _("The run failed with exit code {code}", code=exit_code))
-    explanation = (_("No Python exception is in the logs: the process was ended from outside (the kernel's "
-                     "out-of-memory killer, a scheduler's time limit, or a person).") if cause.signal else
-                   _("No Python exception and no known error pattern is in the logs."))
-    fix = (_("Check the kernel log for the out-of-memory killer (dmesg), the job scheduler's limits, and the "
-             "host's memory while the run is at the step shown.") if cause.signal else
-           _("Read the last lines of stderr.log; the Python traceback's last line names the error."))
-    return Diagnosis("unexplained-failure", title, explanation, fix,
-                     ["dmesg -T | grep -i -E 'killed process|out of memory' | tail"] if cause.signal else [],
+    if crashed:
+        explanation = _("The process crashed in native code ({signal}: a compiled library, a GPU kernel or the "
+                        "driver) and printed no Python traceback.", signal=cause.signal)
+        fix = _("Run it again with PYTHONFAULTHANDLER=1 in the environment: Python then prints the frame that "
+                "crashed, and devtune diagnose names it. Meanwhile suspect an extension built for another torch or "
+                "GPU architecture (flash-attn, bitsandbytes, DeepSpeed ops), or HSA_OVERRIDE_GFX_VERSION.")
+        commands = ["PYTHONFAULTHANDLER=1 FORCE_TORCHRUN=1 llamafactory-cli train configs/train.yaml"]
+    elif cause.signal:
+        explanation = _("No Python exception is in the logs: the process was ended from outside (the kernel's "
+                        "out-of-memory killer, a scheduler's time limit, or a person).")
+        fix = _("Check the kernel log for the out-of-memory killer (dmesg), the job scheduler's limits, and the "
+                "host's memory while the run is at the step shown.")
+        commands = ["dmesg -T | grep -i -E 'killed process|out of memory' | tail"]
+    else:
+        explanation = _("No Python exception and no known error pattern is in the logs.")
+        fix = _("Read the last lines of stderr.log; the Python traceback's last line names the error.")
+        commands = []
+    return Diagnosis("unexplained-failure", title, explanation, fix, commands,
                      _where(cause) or [_exit_evidence(exit_code)], 1.0)

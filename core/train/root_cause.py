@@ -13,6 +13,11 @@ What is read:
   host failed first, with its exit code or signal, and that rank's first exception is the root cause.
 - The frame that raised: the innermost frame outside the Python standard library (LLaMA-Factory,
   transformers, torch, DeepSpeed, vLLM, or the user's own code).
+- Crashes in native code, which print no Python traceback: faulthandler's dump ("Fatal Python error:
+  Segmentation fault", then "Current thread ... (most recent call first):", so its first File line is the
+  innermost frame), and C++'s "terminate called after throwing an instance of 'c10::Error'" with its
+  `what():` line (and "Exception raised from ..." as the frame). A terminate followed by faulthandler's
+  "Fatal Python error: Aborted" is one crash: the what() names it, the Python frame says where.
 - The last step reached: the last `N/M [` progress bar of the log, unless the caller knows better
   (trainer_log.jsonl).
 """
@@ -34,6 +39,13 @@ WRAPPERS = ("ChildFailedError", "CalledProcessError", "SystemExit")
 STDLIB = re.compile(r"/lib/python3\.\d+/(?!site-packages/|dist-packages/)")
 PROGRESS = re.compile(r"(?<![\d/])(\d+)/(\d+) \[")
 SUMMARY_FIELD = re.compile(r"^\s*(host|rank|exitcode|traceback)\s*:\s*(.*)$")
+FATAL = re.compile(r"Fatal Python error: (.+)$")
+DUMP_THREAD = re.compile(r"^(?:Current thread 0x[0-9a-fA-F]+.*|Stack) \(most recent call first\):$")
+DUMP_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+) in (\S+)')
+TERMINATE = re.compile(r"terminate called after throwing an instance of '([^']+)'")
+WHAT = re.compile(r"^\s*what\(\):\s+(.*)$")
+RAISED_FROM = re.compile(r"^Exception raised from .+ \(most recent call first\):$")
+CRASH_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGABRT")  # the process itself crashed
 
 
 @dataclass
@@ -49,6 +61,7 @@ class RaisedException:
     frame_line: int | None = None
     frame_text: str = ""  # that frame's line as the log printed it
     traceback_start: int = 0  # the line of "Traceback (most recent call last):"
+    printed: str = ""  # the line to quote when it is not "Type: message" (a C++ what() line)
 
     @property
     def text(self) -> str:
@@ -196,6 +209,61 @@ def read_bare_exceptions(numbered: list[tuple[int, str]], name: str) -> list[Rai
     return out
 
 
+def read_native_crashes(numbered: list[tuple[int, str]], name: str) -> list[RaisedException]:
+    """faulthandler dumps and C++ terminate messages, each as one exception (see the module's docstring)."""
+    out: list[RaisedException] = []
+    pending: dict[int | None, RaisedException] = {}  # a terminate per rank, waiting for its faulthandler dump
+    dumps: dict[int | None, RaisedException] = {}  # a Fatal Python error per rank, waiting for its first frame
+    for i, (number, raw) in enumerate(numbered):
+        m = PREFIX.match(raw)
+        rank = int(m.group(1)) if m else None
+        text = (raw[m.end():] if m else raw).rstrip("\r\n")
+        stripped = text.strip()
+        t = TERMINATE.search(stripped)
+        if t:
+            exc = RaisedException(t.group(1), "", name, number, rank, traceback_start=number)
+            for _n, nxt in numbered[i + 1: i + 12]:
+                nm = PREFIX.match(nxt)
+                if (int(nm.group(1)) if nm else None) != rank:
+                    continue
+                body = (nxt[nm.end():] if nm else nxt).strip()
+                w = WHAT.match(body)
+                if w and not exc.message:
+                    exc.message, exc.line, exc.printed = w.group(1).strip(), _n, body
+                elif RAISED_FROM.match(body):
+                    exc.frame, exc.frame_line, exc.frame_text = body[len("Exception raised from "):].split(
+                        " (most recent call first)")[0], _n, body
+                    break
+            out.append(exc)
+            pending[rank] = exc
+            continue
+        f = FATAL.search(stripped.rsplit("\r", 1)[-1].strip()) if "Fatal Python error: " in stripped else None
+        if f:  # (also at the end of a tqdm line: faulthandler writes where the cursor is)
+            before = pending.pop(rank, None)
+            if before is not None and number - before.line < 80:
+                dumps[rank] = before  # "Fatal Python error: Aborted" of that terminate: the what() names it
+            else:
+                exc = RaisedException("Fatal Python error", f.group(1).strip(), name, number, rank,
+                                      traceback_start=number, printed=f.group(0))
+                out.append(exc)
+                dumps[rank] = exc
+            continue
+        if rank in dumps and DUMP_THREAD.match(stripped):
+            exc = dumps.pop(rank)
+            for _n, nxt in numbered[i + 1: i + 40]:
+                nm = PREFIX.match(nxt)
+                if (int(nm.group(1)) if nm else None) != rank:
+                    continue
+                fm = DUMP_FRAME.match((nxt[nm.end():] if nm else nxt))
+                if fm:  # the first frame under "(most recent call first)" is the innermost
+                    exc.frame = f"{fm.group(1)}:{fm.group(2)} in {fm.group(3)}"
+                    exc.frame_line, exc.frame_text = _n, fm.group(0).strip()
+                    break
+                if (nxt[nm.end():] if nm else nxt).strip():
+                    break  # "<no Python frame>": a C++ thread crashed
+    return out
+
+
 def _index_of(numbered: list[tuple[int, str]], number: int) -> int:
     lo, hi = 0, len(numbered) - 1
     while lo <= hi:  # the numbers ascend (a head and a tail of a big log keep their true numbers)
@@ -262,7 +330,8 @@ def find_root_cause(logs: list[tuple[str, list[tuple[int, str]]]], *, exit_code:
     summary: dict = {}
     progress = None
     for name, numbered in logs:
-        exceptions += read_exceptions(numbered, name)
+        exceptions += sorted(read_exceptions(numbered, name) + read_native_crashes(numbered, name),
+                             key=lambda e: e.line)
     if not [e for e in exceptions if not e.wrapper]:
         for name, numbered in logs:
             exceptions += read_bare_exceptions(numbered, name)

@@ -27,6 +27,24 @@ RUNS = {  # produced on this machine with the real llamafactory-cli
     "lf_dataset_file_missing": ("dataset-file-missing", "File gone/rows_v2.jsonl not found."),
     "lf_zero_world_size_changed": ("zero-world-size-changed", "used a DP world size of 2 but the current world size is 1"),
     "slurm_time_limit": ("slurm-time-limit", "DUE TO TIME LIMIT"),
+    # export and merge (llamafactory-cli export), native crashes of a torchrun worker
+    "lf_export_dir_missing": ("export-dir-missing", "Please specify `export_dir` to save model."),
+    "lf_export_adapter_missing": ("adapter-not-found", "Can't find 'adapter_config.json' at 'saves/nope'"),
+    "lf_export_quantized_no_bitsandbytes": ("bitsandbytes-missing", "'bitsandbytes>=0.39.0' distribution was not found"),
+    "lf_export_quantize_unmerged": ("export-quantize-unmerged", "Please merge adapters before quantizing the model."),
+    "lf_export_quantization_no_dataset": ("export-quantization-dataset", "Quantization dataset is necessary"),
+    "lf_export_size_invalid": ("export-size-invalid", "Could not parse the size value from '2GBGB'"),
+    "lf_worker_segfault": ("segfault", "Fatal Python error: Segmentation fault"),
+    # launch, model access, data, kernels, serving
+    "lf_master_addr_unresolvable": ("master-addr-unresolvable", "(gai error: -2 - Name or service not known)"),
+    "lf_model_config_missing": ("model-config-missing", "Should have a `model_type` key in its config.json"),
+    "lf_model_type_unknown": ("model-type-unknown", "Transformers does not recognize this architecture"),
+    "lf_dataset_wrong_stage": ("dataset-wrong-stage", "not applicable in the current training stage"),
+    "lf_dataset_file_type": ("dataset-file-type", "Allowed file types: "),
+    "lf_val_size_with_eval_dataset": ("val-size-with-eval-dataset", "Cannot specify `val_size`"),
+    "lf_liger_not_installed": ("liger-missing", "'liger-kernel' distribution was not found"),
+    "vllm_max_model_len_too_long": ("vllm-max-model-len", "User-specified max_model_len (65536)"),
+    "vllm_tokenizer_missing": ("tokenizer-not-loadable", "Couldn't instantiate the backend tokenizer"),
 }
 EXCERPTS = {  # published logs, see tests/fixtures/logs/SOURCES.md
     "hip_out_of_memory.log": "gpu-out-of-memory",
@@ -56,6 +74,15 @@ EXCERPTS = {  # published logs, see tests/fixtures/logs/SOURCES.md
     "gloo_peer_reset.log": "peer-rank-died",
     "slurm_preempted.log": "slurm-preempted",
     "slurm_node_fail.log": "slurm-node-fail",
+    "nccl_version_mismatch.log": "nccl-version-mismatch",
+    "process_group_init_timeout.log": "process-group-init-timeout",
+    "image_token_mismatch.log": "image-token-mismatch",
+    "cuda_no_kernel_image.log": "cuda-no-kernel-image",
+    "sdpa_unsupported.log": "sdpa-unsupported",
+    "bitsandbytes_cuda_cpu_build.log": "bitsandbytes-cuda",
+    "host_cpu_allocator_oom.log": "host-out-of-memory",
+    "vllm_gpu_memory_utilization.log": "vllm-gpu-memory-utilization",
+    "export_quantized_base.log": "export-quantized-merge",
 }
 
 

@@ -152,3 +152,71 @@ def test_failures_never_seen_are_named_right_in_seven_of_eight_and_always_quote_
     assert len(UNSEEN) >= 8
     assert right * 8 >= 7 * len(UNSEEN), "\n".join(report)
     assert quoted == len(UNSEEN), "\n".join(report)
+
+
+def test_the_raise_source_line_of_a_prefixed_traceback_is_not_evidence():
+    """torchrun's `[rank0]:` prefix, then the source line's indentation: `raise ValueError(...)` is code, not
+    the error (both ranks' raise lines printed it)."""
+    found = diagnose_files([LOGS / "lf_checkpoint_invalid_zero3" / "stderr.log"], exit_code=1)
+    assert found[0].id == "checkpoint-invalid"
+    assert not [e.text for e in found[0].evidence if "raise ValueError" in e.text]
+    assert found[0].evidence[0].text == "ValueError: Can't find a valid checkpoint at saves/demo/checkpoint-4"
+
+
+def test_a_faulthandler_dump_is_read_as_the_root_cause_with_its_innermost_frame():
+    """A real torchrun worker of LLaMA-Factory killed by SIGSEGV with PYTHONFAULTHANDLER=1: the Fatal line (after
+    a tqdm bar, on the same line) and the first File line under "Current thread", not another thread's."""
+    run = LOGS / "lf_worker_segfault"
+    found = diagnose_files([run / "stderr.log", run / "stdout.log"], exit_code=1)
+    top = found[0]
+    assert top.id == "segfault"
+    assert top.evidence[0].text == "Fatal Python error: Segmentation fault"
+    assert "torch/autograd/graph.py\", line 979 in _engine_run_backward" in top.evidence[1].text
+    texts = " ".join(e.text for e in top.evidence)
+    assert "SIGSEGV" in texts and "rank 0" in texts
+
+
+def test_a_cpp_terminate_is_read_as_the_root_cause():
+    """A c10::Error thrown on a C++ thread of a real torchrun worker: the what() line is the cause, the
+    "Exception raised from" line the frame; faulthandler's "Fatal Python error: Aborted" after it is the same
+    crash (its main thread was elsewhere)."""
+    run = LOGS / "lf_worker_cpp_terminate"
+    found = diagnose_files([run / "stderr.log", run / "stdout.log"], exit_code=1)
+    top = found[0]
+    assert top.id == "root-cause"
+    assert top.title == "c10::Error: provoked by devtune's fixture script: a C++ thread threw"
+    assert top.evidence[0].text.startswith("what():  provoked by") and top.evidence[0].line == 42
+    assert top.evidence[1].text.startswith("Exception raised from watchdog_check")
+    assert "native code" in top.explanation and "SIGABRT" in " ".join(e.text for e in top.evidence)
+    assert top.commands == [f"sed -n '41,43p' {run / 'stderr.log'}"]
+
+
+def test_prefixed_terminate_and_faulthandler_lines_per_rank():
+    text = "\n".join([
+        "[rank1]: terminate called after throwing an instance of 'std::runtime_error'",
+        "[rank0]: step 12",
+        "[rank1]:   what():  CUDA error: no kernel image is available for execution on the device",
+        "[rank1]: Fatal Python error: Aborted",
+        "[rank1]: ",
+        "[rank1]: Current thread 0x00007f00 (most recent call first):",
+        '[rank1]:   File "/v/site-packages/flash_attn/flash_attn_interface.py", line 91 in _flash_attn_forward',
+        '[rank1]:   File "/v/site-packages/transformers/trainer.py", line 3791 in training_step'])
+    cause = find_root_cause([("stderr.log", numbered(text))], exit_code=-6)
+    exc = cause.exception
+    assert exc.rank == 1 and exc.text == "std::runtime_error: CUDA error: no kernel image is available for execution " \
+        "on the device"
+    assert exc.line == 3 and exc.frame == "/v/site-packages/flash_attn/flash_attn_interface.py:91 in _flash_attn_forward"
+
+
+@pytest.mark.parametrize("code, crashed", [(139, True), (-11, True), (135, True), (136, True), (132, True),
+                                           (134, True), (137, False), (143, False)])
+def test_crash_signals_are_the_process_own_and_kills_come_from_outside(code, crashed):
+    found = diagnose_text("step 5\n", "stderr.log", exit_code=code)
+    text = " ".join(d.explanation for d in found)
+    if crashed:
+        assert "ended from outside" not in text
+    else:
+        assert "from outside" in text or found[0].id in ("oom-killer", "terminated")
+    unexplained = [d for d in found if d.id == "unexplained-failure"]
+    for d in unexplained:
+        assert ("crashed" in d.title) == crashed
