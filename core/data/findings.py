@@ -43,7 +43,7 @@ _RULES = (
     Rule("not-json", 2, ERROR, NONE, "file is not JSON"),
     Rule("empty-output", 15, WARNING, CONFIRM, "empty output"),
     Rule("too-long", 16, WARNING, NONE, "longer than cutoff_len"),
-    Rule("duplicate", 17, WARNING, SAFE, "exact duplicate"),
+    Rule("duplicate", 17, WARNING, CONFIRM, "exact duplicate"),
     Rule("conflict", 18, WARNING, NONE, "same prompt, different output"),
     Rule("near-duplicate", 19, WARNING, NONE, "near duplicate"),
     Rule("pii", 20, WARNING, CONFIRM, "personal data"),

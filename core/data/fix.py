@@ -2,8 +2,9 @@
 
 Every input row ends in the output or in the rejects file (with its line number and the reason):
 rows in = rows out + rows rejected, always. Safe fixes are applied by default; fixes that change
-meaning or could be wrong (transcoding, renaming keys, numbers to text, dropping empty outputs, masking
-personal data, undoing mojibake, curly quotes, lone surrogates, repeated keys) only with `yes`.
+meaning or could be wrong (transcoding, renaming keys, numbers to text, dropping empty outputs and exact
+duplicates, masking personal data, undoing mojibake, curly quotes, lone surrogates, repeated keys) only with
+`yes`.
 
     report = fix_file("data/support_messy.jsonl", "data/support_clean.jsonl", yes=True)
 
@@ -22,7 +23,7 @@ from typing import Any, Callable
 from core.files.atomic import FileExistsRefused, atomic_open
 from core.data import content
 from core.data.json_repair import diagnose, duplicate_keys
-from core.data.findings import CONFIRM, NONE, SAFE
+from core.data.findings import CONFIRM, SAFE
 from core.data.lint import LintOptions, LintReport, lint_file
 from core.data.reader import CSV, EMPTY, TEXT, TEXT_COLUMN, ReadNotes, is_text_file, iter_records, probe_file
 from core.data.scan import key_count
@@ -196,7 +197,11 @@ class _RowFixer:
         self.schema = schema
         self.yes = yes
         self.r = report
-        self.seen: dict[int, int] = {}  # hash of the fixed row's prompt and output → line of its first copy
+        # exact duplicates, dropped only with `yes`: the pairs lint found (its fingerprints: xxhash of the
+        # prompt and the output, the same in every process), each confirmed by the content of the fixed rows
+        self.duplicate_of = lint.duplicate_of
+        self.firsts = set(lint.duplicate_of.values())
+        self.first_content: dict[int, bytes] = {}  # line of a first copy (written) → its content
         canon = ["instruction", "input", "output"]
         if schema.history:
             canon.append("history")
@@ -266,24 +271,30 @@ class _RowFixer:
         if isinstance(row, str):  # a reason to reject
             w.reject(line, row, rules[-1] if rules else "missing-keys", raw)
             return
-        if self.canonical:
-            key = hash(tuple(str(row.get(k, "")) for k in row if k not in self.extra_keys))
-        elif self.whole_row:
-            import orjson
-
-            key = hash(orjson.dumps(row, option=orjson.OPT_SORT_KEYS))
-        else:
-            key = hash(str(row.get(self.schema.messages)) + str(row.get(self.schema.system or "", "")))
-        first = self.seen.get(key)
-        if first is not None:
-            w.reject(line, _("duplicate of L{other}", other=first), "duplicate", raw)
-            return
-        self.seen[key] = line
+        first = self.duplicate_of.get(line)
+        if first is not None and self.first_content.get(first) == self.content(row):
+            if self.yes:
+                w.reject(line, _("duplicate of L{other}", other=first), "duplicate", raw)
+                return
+            self.unfixed.append("duplicate")  # --yes drops it
+        elif line in self.firsts and line not in self.first_content:
+            self.first_content[line] = self.content(row)
         for rule in dict.fromkeys(rules):
             self.r.changes[rule] += 1
         for rule in dict.fromkeys(self.unfixed):
             self.r.kept_unfixed[rule] += 1
         w.row(row)
+
+    def content(self, row: dict) -> bytes:
+        """What makes two fixed rows the same: the columns LLaMA-Factory reads (alpaca), the whole row
+        (rows with tools, media, a tag or another kind), the turns and the system prompt (sharegpt)."""
+        import orjson
+
+        if self.canonical:
+            return orjson.dumps([row.get(k, "") for k in row if k not in self.extra_keys])
+        if self.whole_row:
+            return orjson.dumps(row, option=orjson.OPT_SORT_KEYS)
+        return orjson.dumps([row.get(self.schema.messages), row.get(self.schema.system or "", "")])
 
     def canonical_row(self, value: Any, line: int, rules: list[str]) -> dict | str:
         schema = self.schema

@@ -61,6 +61,7 @@ class LintReport:
     elapsed: float = 0.0
     trainable_rows: int = 0
     duplicate_lines: set[int] = field(default_factory=set)
+    duplicate_of: dict[int, int] = field(default_factory=dict)  # line of a duplicate → line of its first copy
     keys: list[str] = field(default_factory=list)  # the keys of the rows, in the order they first appear
 
     @property
@@ -319,8 +320,8 @@ def lint_file(path: str | os.PathLike, options: LintOptions | None = None,
         findings += _file_findings(probe, merged.notes, merged, schema)
         findings += text.findings if text is not None else []
         # many findings of one kind: translate the template once, fill it per row
-        findings += findings_for_pairs("duplicate", _("L{line}: duplicate of L{other}; fix keeps the first"),
-                                       dups.duplicate_lines, dups.duplicate_of)
+        findings += findings_for_pairs("duplicate", _(
+            "L{line}: duplicate of L{other}; fix keeps the first (with --yes)"), dups.duplicate_lines, dups.duplicate_of)
         findings += findings_for_pairs("conflict", _(
             "L{line}: same prompt as L{other} with a different output; keep the right one by hand"),
             dups.conflict_lines, dups.conflict_with)
@@ -351,7 +352,8 @@ def lint_file(path: str | os.PathLike, options: LintOptions | None = None,
     fmt = format_label(schema)
     keys = list(keys) + [k for k, _v in sorted(merged.keys_first.items(), key=lambda kv: kv[1][0]) if k not in keys]
     return LintReport(str(path), merged.rows, fmt, enc.encoding, enc.reason, probe.layout, findings, stats,
-                      schema, time.perf_counter() - t0, merged.good, dup_lines, keys)
+                      schema, time.perf_counter() - t0, merged.good, dup_lines,
+                      dict(zip(dups.duplicate_lines, dups.duplicate_of)), keys)
 
 
 def is_clean(report: LintReport) -> bool:

@@ -22,12 +22,14 @@ def read_jsonl(p: Path) -> list[dict]:
 def test_demo_file_safe_fixes_only(tmp_path):
     out = tmp_path / "clean.jsonl"
     report = fix_file(DATA / "support_messy.jsonl", out)
-    assert report.balanced and (report.rows_in, report.rows_out, report.rows_rejected) == (33, 28, 5)
+    assert report.balanced and (report.rows_in, report.rows_out, report.rows_rejected) == (33, 29, 4)
     rejected = read_jsonl(default_rejects_path(out))
-    assert [r["line"] for r in rejected] == [16, 18, 30, 31, 32]
-    assert {r["rule"] for r in rejected} == {"non-string", "duplicate", "missing-keys", "truncated"}
+    assert [r["line"] for r in rejected] == [16, 30, 31, 32]
+    assert {r["rule"] for r in rejected} == {"non-string", "missing-keys", "truncated"}
     assert all(r["raw"] and r["reason"] for r in rejected)
     assert set(report.pending) == {"non-string", "missing-keys"}
+    # dropping the exact duplicate (L18 of L1) is a fix the person asks for: named, the row written
+    assert report.not_applied()["duplicate"] == {"rejected": 0, "kept": 1}
     rows = read_jsonl(out)
     assert all(list(r) == ["instruction", "input", "output"] for r in rows)
     assert any(r["output"] == "" for r in rows)  # an empty output is kept without --yes (it trains)
@@ -187,3 +189,37 @@ def test_without_yes_the_summary_lists_every_fix_it_did_not_apply(tmp_path):
     assert without.not_applied() == {"empty-output": {"rejected": 0, "kept": 1}, "mojibake": {"rejected": 0, "kept": 1},
                                      "pii": {"rejected": 0, "kept": 1}}
     assert without.rows_out == 4 and not without.pending  # nothing rejected: the rows are kept as they are
+
+
+def test_exact_duplicates_are_dropped_only_with_yes_and_only_when_their_content_matches(tmp_path):
+    """Lint's duplicate pairs (xxhash fingerprints of the prompt and the output) are dropped with --yes once
+    the fixed rows' content is compared: rows with tools are whole-row duplicates, so a row whose other
+    columns differ is kept."""
+    tools = json.dumps([{"name": "lookup", "parameters": {}}])
+    turns = [{"from": "human", "value": "Where is my order?"}, {"from": "gpt", "value": "On its way to you."}]
+    rows = [{"conversations": turns, "tools": tools, "id": 1}, {"conversations": turns, "tools": tools, "id": 1},
+            {"conversations": turns, "tools": tools, "id": 2}]
+    src = tmp_path / "tools.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert [(f.line, f.fix) for f in lint_file(src).findings if f.rule == "duplicate"] == [(2, "confirm"), (3, "confirm")]
+    kept = fix_file(src, tmp_path / "kept.jsonl")
+    assert (kept.rows_out, kept.rows_rejected, kept.kept_unfixed["duplicate"]) == (3, 0, 1)
+    dropped = fix_file(src, tmp_path / "dropped.jsonl", yes=True)
+    assert (dropped.rows_out, dropped.rows_rejected) == (2, 1)
+    assert [r["id"] for r in read_jsonl(tmp_path / "dropped.jsonl")] == [1, 2]
+    assert read_jsonl(default_rejects_path(tmp_path / "dropped.jsonl"))[0]["line"] == 2
+
+
+def test_fix_output_does_not_depend_on_the_hash_seed(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    outs = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"clean{seed}.jsonl"
+        code = "import sys; from core.data.fix import fix_file; fix_file(sys.argv[1], sys.argv[2], yes=True)"
+        subprocess.run([sys.executable, "-c", code, str(DATA / "support_messy.jsonl"), str(out)],
+                       check=True, cwd=ROOT, env={**os.environ, "PYTHONHASHSEED": seed})
+        outs.append((out.read_bytes(), default_rejects_path(out).read_bytes()))
+    assert outs[0] == outs[1]

@@ -64,7 +64,7 @@ CASES = [
     ("not an object", [OK, '["a", "b"]'], "not-an-object", 2, None, "error", "none"),
     ("empty output", [OK, '{"instruction": "q", "input": "", "output": "   "}'], "empty-output", 2, None, "warning",
      "confirm"),
-    ("duplicate", [OK, row(1), OK], "duplicate", 3, None, "warning", "safe"),
+    ("duplicate", [OK, row(1), OK], "duplicate", 3, None, "warning", "confirm"),
     ("conflict", [OK, row(1), OK.replace("Use the Forgot", "Call the support desk")], "conflict", 3, None,
      "warning", "none"),
     ("phone", [OK, row(1, input="call me at 13812345678")], "pii", 2, None, "warning", "confirm"),

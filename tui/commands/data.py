@@ -41,7 +41,8 @@ def register(sub, add_common) -> list[str]:
     fix.add_argument("--rejects", metavar="REJ", help=_("rows that could not be kept (default OUT.rejects.jsonl)"))
     fix.add_argument("--yes", action="store_true",
                      help=_("also apply the fixes that need a confirmation (transcode, rename keys, numbers to "
-                            "text, drop empty outputs, mask personal data); replaces OUT if it exists"))
+                            "text, drop empty outputs and exact duplicates, mask personal data); replaces OUT if "
+                            "it exists"))
     fix.add_argument("--force", action="store_true", help=_("replace OUT if it exists"))
     fix.add_argument("--json", action="store_true", help=_("print the summary as JSON"))
     fix.set_defaults(handler=run_fix)
