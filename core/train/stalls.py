@@ -37,7 +37,7 @@ HELD_FRACTION = 0.1  # memory held: at least this share of the card's VRAM
 # Before two steps are logged the pace is unknown: launch, rendezvous, NCCL/RCCL init, dataset tokenisation and
 # model load print as they go (tqdm bars, log lines), so ten minutes with no new output at all is a stall.
 STARTUP_STALL_SECONDS = 600.0
-TAIL_BYTES = 16384
+TAIL_BYTES = 8192  # the last ~30 lines of trainer_log.jsonl: step_interval reads 12
 
 
 @dataclass
@@ -71,12 +71,17 @@ def _last_rows(path: Path) -> list[dict]:
             lines = fh.read().splitlines()[1:] if path.stat().st_size > TAIL_BYTES else fh.read().splitlines()
     except OSError:
         return []
+    import orjson
+
     rows = []
     for raw in lines:
         try:
-            row = json.loads(raw)
+            row = orjson.loads(raw)
         except ValueError:
-            continue
+            try:
+                row = json.loads(raw)  # NaN / Infinity, as Python's json.dumps writes them
+            except ValueError:
+                continue
         if isinstance(row, dict) and "current_steps" in row and "loss" in row:  # training steps, not eval lines
             rows.append(row)
     return rows
@@ -90,8 +95,8 @@ def step_interval(rows: list[dict]) -> float | None:
     return statistics.median(gaps) if gaps else None
 
 
-def no_step_stall(trainer_log: Path, now: float | None = None) -> Stall | None:
-    rows = _last_rows(trainer_log)
+def no_step_stall(trainer_log: Path, now: float | None = None, rows: list[dict] | None = None) -> Stall | None:
+    rows = _last_rows(trainer_log) if rows is None else rows
     if len(rows) < 2:
         return None  # still loading, or too early to know its pace
     interval = step_interval(rows) or 0.0
@@ -118,10 +123,11 @@ def _last_output_line(path: Path) -> str:
     return next((p for p in reversed(pieces) if p), "")[:200]
 
 
-def startup_stall(trainer_log: Path, outputs: tuple[Path, ...], now: float | None = None) -> Stall | None:
+def startup_stall(trainer_log: Path, outputs: tuple[Path, ...], now: float | None = None,
+                  rows: list[dict] | None = None) -> Stall | None:
     """A run that has not logged two steps yet and has written nothing to its trainer log, stdout or stderr for
     STARTUP_STALL_SECONDS: stuck at the rendezvous, in the collective library's init or in the model load."""
-    rows = _last_rows(trainer_log)
+    rows = _last_rows(trainer_log) if rows is None else rows
     if len(rows) >= 2:
         return None  # no_step_stall knows its pace
     written = []
@@ -174,12 +180,19 @@ def dump_stack(pid: int, timeout: float = 20.0) -> str:
     tool = py_spy()
     if tool is None:
         return _("py-spy is not installed (pip install py-spy) so the stack cannot be read")
+    stopped = _is_stopped(pid)
+    # a stopped process cannot be paused to be read: read it as it is (it does not move anyway)
+    argv = [tool, "dump", "--pid", str(pid)] + (["--nonblocking"] if stopped else [])
+    head = _("process {pid} is stopped (SIGSTOP, or a debugger holds it): it cannot answer the other ranks; "
+             "kill -CONT {pid} lets it go on", pid=pid) if stopped else ""
     try:
-        proc = run_helper([tool, "dump", "--pid", str(pid)], timeout=timeout)
+        proc = run_helper(argv, timeout=timeout)
     except Exception as exc:  # a timeout, a vanished process
-        return _("py-spy could not read process {pid}: {error}", pid=pid, error=exc)
+        return "\n".join(filter(None, [head, _("py-spy could not read process {pid}: {error}", pid=pid, error=exc)]))
     if proc.returncode == 0:
-        return proc.stdout.strip()
+        return "\n".join(filter(None, [head, proc.stdout.strip()]))
+    if stopped:
+        return head
     text = (proc.stderr or proc.stdout).strip()
     if "ermission" in text or "ptrace" in text:
         return _("reading process {pid} needs ptrace rights: sudo {tool} dump --pid {pid}", pid=pid, tool=tool)
@@ -209,6 +222,15 @@ def _is_worker(p, parent) -> bool:
             return True
         return parent is not None and cmd == parent.cmdline()
     except Exception:
+        return False
+
+
+def _is_stopped(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)
+    except psutil.Error:
         return False
 
 
@@ -259,7 +281,8 @@ def check_stall(trainer_log: Path, trainer_pid: int | None, samples_by_tick: lis
     `outputs`: the run's stdout.log and stderr.log (what a run that has not stepped yet still writes)."""
     if trainer_pid is None:
         return None
-    stall = (no_step_stall(trainer_log, now) or startup_stall(trainer_log, outputs, now)
+    rows = _last_rows(trainer_log)  # read once for both checks
+    stall = (no_step_stall(trainer_log, now, rows) or startup_stall(trainer_log, outputs, now, rows)
              or gpus_idle_stall(samples_by_tick or [], now))
     if stall is not None and with_stacks:
         stall.stacks = dump_stacks(training_processes(trainer_pid))

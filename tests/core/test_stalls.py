@@ -255,3 +255,25 @@ def test_a_real_trainer_hung_before_its_first_step_is_caught_with_its_stack(tmp_
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.mark.skipif(py_spy() is None, reason="py-spy is not installed")
+def test_a_stopped_process_says_so_and_is_still_read(tmp_path):
+    """A rank frozen by SIGSTOP (or held by a debugger) cannot be paused by py-spy: it is read as it is, and
+    the dump says why it answers the other ranks no more."""
+    import signal
+
+    proc = subprocess.Popen([sys.executable, "-c", HANGING_TRAINER, str(tmp_path / "log.jsonl")],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        os.kill(proc.pid, signal.SIGSTOP)
+        from tests.processes import wait
+
+        assert wait(lambda: open(f"/proc/{proc.pid}/stat").read().split(") ")[1][0] == "T", timeout=10)
+        text = dump_stack(proc.pid)
+        assert f"process {proc.pid} is stopped" in text and f"kill -CONT {proc.pid}" in text
+        assert "all_reduce_that_never_returns" in text, text
+    finally:
+        proc.kill()
+        proc.wait()
