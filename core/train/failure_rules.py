@@ -118,6 +118,13 @@ def _training_rules() -> list[Rule]:
                "and output; sharegpt needs conversations or messages)."),
              _("Convert the file in Step 1, or map its keys with `columns` in its dataset_info.json entry."),
              ("devtune data lint data/<file>.jsonl",), weight=90),
+        Rule("dataset-columns-differ", (r"All the data files must have the same columns",),
+             _("The dataset's files do not all have the same columns"),
+             _("The files of one dataset (a folder or a glob in file_name) are read as one table, so each must have "
+               "the same keys; the error names the columns that some file adds or lacks."),
+             _("Give every file the same keys (drop or rename the extra ones in Step 1), or register the files as "
+               "separate datasets and list them in `dataset:`."), ("devtune data lint data/<file>.json",),
+             weight=96),
         Rule("dataset-file-missing", (r"File \S+ not found\.",),
              _("A dataset file is missing"),
              _("dataset_info.json points to a file that is not in dataset_dir."),
@@ -226,11 +233,20 @@ def _training_rules() -> list[Rule]:
                "that each node reaches MASTER_ADDR on that port."),
              ("nc -zv \"$MASTER_ADDR\" \"${MASTER_PORT:-29500}\"",), weight=90),
         # ---- model access
-        Rule("hub-gated-model", (r"Cannot access gated repo", r"GatedRepoError", r"401 Client Error.*huggingface"),
+        Rule("hub-gated-model", (r"Cannot access gated repo", r"GatedRepoError"),
              _("The model is gated on the Hugging Face hub"),
              _("The model's licence must be accepted on its hub page, and the trainer needs a token of that account."),
              _("Accept the licence on the model's page, then log in (or set HF_TOKEN) on every node."),
              ("huggingface-cli login", "export HF_TOKEN=..."), weight=96),
+        Rule("hub-repo-not-found", (r"Repository Not Found for url", r"RepositoryNotFoundError"),
+             _("The model id does not exist on the Hugging Face hub"),
+             _("The hub knows no repository of that name: a typo in model_name_or_path (the URL in the error shows "
+               "the name asked for), a renamed model, or a private one this token cannot see. The hub answers 401 "
+               "for names it does not know, as for private repositories."),
+             _("Copy the exact id from the model's page into model_name_or_path (or use a local folder); for a "
+               "private model, log in with a token that can read it."),
+             ("huggingface-cli repo info <model>", "huggingface-cli login"), weight=97,
+             suppresses=("hub-offline-not-cached",)),
         Rule("hub-offline-not-cached",
              (r"outgoing traffic has been disabled", r"LocalEntryNotFoundError",
               r"couldn't connect to 'https://huggingface\.co'", r"is not a local folder and is not a valid model "

@@ -125,7 +125,7 @@ def read_exceptions(numbered: list[tuple[int, str]], name: str) -> list[RaisedEx
     """Every first exception of every traceback (chains counted once, from their first exception)."""
     streams: dict[int | None, _Stream] = {}
     found: list[RaisedException] = []  # in the order their chains ended
-    for number, raw in numbered:
+    for i, (number, raw) in enumerate(numbered):
         m = PREFIX.match(raw)
         rank = int(m.group(1)) if m else None
         text = raw[m.end():] if m else raw
@@ -134,7 +134,7 @@ def read_exceptions(numbered: list[tuple[int, str]], name: str) -> list[RaisedEx
         if text.endswith(TRACEBACK):  # also after a logger's prefix ("ERROR 11-20 12:10:02 [core.py:843] ")
             if not st.reading:
                 st.start = number
-            st.reading, st.frames, st.log_prefix = True, [], text[: -len(TRACEBACK)]
+            st.reading, st.frames, st.log_prefix = True, [], _log_prefix(numbered, i, text[: -len(TRACEBACK)])
             continue
         if st.log_prefix:
             if not text.startswith(st.log_prefix):
@@ -170,15 +170,35 @@ def read_exceptions(numbered: list[tuple[int, str]], name: str) -> list[RaisedEx
     return found
 
 
+def _log_prefix(numbered: list[tuple[int, str]], i: int, before: str) -> str:
+    """What a logger wrote before "Traceback" and before each line after it; not a tqdm bar that the
+    traceback happened to follow on the same line (no line after it starts with that)."""
+    if not before.strip():
+        return ""
+    following = (PREFIX.sub("", raw) for _n, raw in numbered[i + 1: i + 6])  # other loggers may come between
+    return before if any(line.startswith(before) for line in following) else ""
+
+
 def _link_after(numbered: list[tuple[int, str]], number: int) -> str | None:
     """How the next traceback relates to the exception on line `number`: "cause" (it was the direct cause of
-    the next one), "context" (the next one happened while handling it), or None (the chain ends here)."""
+    the next one), "context" (the next one happened while handling it), or None (the chain ends here).
+
+    The exception's message may go on for lines (datasets' CastError prints both schemas), so the lines of
+    the same stream are read up to the next "Traceback" header: a chain marker before it links the two."""
     idx = _index_of(numbered, number)
-    for _n, raw in numbered[idx + 1: idx + 4]:
-        text = PREFIX.sub("", raw).strip()
-        if not text:
-            continue
-        return "context" if text.endswith(CHAINED[0]) else "cause" if text.endswith(CHAINED[1]) else None
+    m = PREFIX.match(numbered[idx][1]) if idx < len(numbered) else None
+    rank = m.group(1) if m else None
+    for _n, raw in numbered[idx + 1: idx + 61]:
+        pm = PREFIX.match(raw)
+        if (pm.group(1) if pm else None) != rank:
+            continue  # another rank's line in between
+        text = (raw[pm.end():] if pm else raw).strip()
+        if text.endswith(CHAINED[0]):
+            return "context"
+        if text.endswith(CHAINED[1]):
+            return "cause"
+        if text.endswith(TRACEBACK):
+            return None
     return None
 
 

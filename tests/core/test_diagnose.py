@@ -83,6 +83,8 @@ EXCERPTS = {  # published logs, see tests/fixtures/logs/SOURCES.md
     "host_cpu_allocator_oom.log": "host-out-of-memory",
     "vllm_gpu_memory_utilization.log": "vllm-gpu-memory-utilization",
     "export_quantized_base.log": "export-quantized-merge",
+    "hub_repo_not_found.log": "hub-repo-not-found",
+    "dataset_columns_differ.log": "dataset-columns-differ",
 }
 
 

@@ -220,3 +220,29 @@ def test_crash_signals_are_the_process_own_and_kills_come_from_outside(code, cra
     unexplained = [d for d in found if d.id == "unexplained-failure"]
     for d in unexplained:
         assert ("crashed" in d.title) == crashed
+
+
+def test_a_chain_whose_first_message_spans_lines_is_one_chain():
+    """datasets' CastError prints both schemas under its message; the "During handling" marker comes after
+    them, so the chain still ends in DatasetGenerationCastError (taken as the error, not the CastError)."""
+    text = "\n".join([
+        "Traceback (most recent call last):", '  File "/v/site-packages/datasets/table.py", line 2249, in c',
+        "datasets.table.CastError: Couldn't cast", "instruction: string", "task_type: string", "to",
+        "{'instruction': Value(dtype='string', id=None)}", "because column names don't match", "",
+        "During handling of the above exception, another exception occurred:", "",
+        "Traceback (most recent call last):", '  File "/v/site-packages/datasets/builder.py", line 2013, in p',
+        "datasets.exceptions.DatasetGenerationCastError: An error occurred while generating the dataset", "",
+        "All the data files must have the same columns, but at some point there are 3 new columns"])
+    (exc,) = read_exceptions(numbered(text), "log")
+    assert exc.exc_type == "datasets.exceptions.DatasetGenerationCastError"
+
+
+def test_a_traceback_after_a_tqdm_bar_on_the_same_line_is_read_with_its_frames():
+    text = "\n".join([
+        "  0%|          | 0/936 [00:00<?, ?it/s]Traceback (most recent call last):",
+        '  File "/v/site-packages/flash_attn/flash_attn_interface.py", line 96, in _flash_attn_forward',
+        "    out, softmax_lse, S_dmask, rng_state = flash_attn_gpu.fwd(",
+        "RuntimeError: FlashAttention only supports Ampere GPUs or newer."])
+    (exc,) = read_exceptions(numbered(text), "log")
+    assert exc.text == "RuntimeError: FlashAttention only supports Ampere GPUs or newer."
+    assert exc.frame == "/v/site-packages/flash_attn/flash_attn_interface.py:96 in _flash_attn_forward"
