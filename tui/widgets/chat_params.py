@@ -15,13 +15,7 @@ DEFAULTS = {"temperature": 0.7, "top_p": 1.0, "max_tokens": 256}
 
 
 class ChatParamsForm(Vertical):
-    DEFAULT_CSS = """
-    ChatParamsForm { height: auto; }
-    ChatParamsForm Horizontal { height: auto; }
-    ChatParamsForm #pg-system { width: 2fr; }
-    ChatParamsForm #pg-stop-seq { width: 1fr; }
-    ChatParamsForm #pg-params Input { width: 1fr; max-width: 18; }
-    """
+    # styled in tui/styles/playground.tcss (the one step that shows it)
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="pg-prompt-row"):

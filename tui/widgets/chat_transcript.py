@@ -12,43 +12,11 @@ from textual.widgets import Static
 
 
 class ChatMessage(Static):
-    DEFAULT_CSS = """
-    ChatMessage {
-        height: auto;
-        padding: 0 1;
-        margin: 0 0 1 0;
-    }
-    ChatMessage.-user {
-        background: $boost;
-        color: $text;
-    }
-    ChatMessage.-assistant {
-        color: $text;
-    }
-    ChatMessage.-error {
-        background: $error 20%;
-    }
-    """
+    """One question or answer (styled in tui/styles/playground.tcss, the one step that shows it)."""
 
 
 class ChatTranscript(VerticalScroll):
-    DEFAULT_CSS = """
-    ChatTranscript {
-        height: 1fr;
-        border: round $panel-lighten-2;
-        border-title-color: $text-muted;
-        padding: 0 1;
-    }
-    ChatTranscript .chat-stats {
-        height: auto;
-        color: $text-muted;
-        margin: -1 0 1 0;
-        padding: 0 1;
-    }
-    ChatTranscript .chat-empty {
-        color: $text-muted;
-    }
-    """
+    # styled in tui/styles/playground.tcss (the one step that shows it)
 
     def __init__(self, title: str = "", *, empty: str = "", **kwargs) -> None:
         super().__init__(**kwargs)

@@ -13,44 +13,7 @@ STATUS_CLASSES = ("-ok", "-warn", "-fail", "-skip", "-pending")
 
 
 class CheckDetails(VerticalScroll):
-    DEFAULT_CSS = """
-    CheckDetails {
-        height: 1fr;
-        background: $surface;
-        border: round $primary 40%;
-        padding: 0 1;
-    }
-    CheckDetails .check-details-title {
-        text-style: bold;
-        height: auto;
-    }
-    CheckDetails .check-details-status {
-        height: auto;
-        color: $text-muted;
-    }
-    CheckDetails.-ok .check-details-status { color: $success; }
-    CheckDetails.-warn .check-details-status { color: $warning; }
-    CheckDetails.-fail .check-details-status { color: $error; }
-    CheckDetails .check-details-heading {
-        margin-top: 1;
-        color: $text-muted;
-        text-style: bold;
-        height: auto;
-    }
-    CheckDetails .check-details-text {
-        height: auto;
-    }
-    CheckDetails .check-details-fix {
-        height: auto;
-        background: $boost;
-        padding: 0 1;
-    }
-    CheckDetails .check-details-hint {
-        margin-top: 1;
-        height: auto;
-        color: $text-muted;
-    }
-    """
+    # styled in tui/styles/doctor.tcss (the one step that shows it)
 
     def compose(self) -> ComposeResult:
         yield Static("", classes="check-details-title", id="check-details-title", markup=False)

@@ -14,18 +14,7 @@ CATEGORY_PREFIX = "category:"
 
 
 class CheckTree(Tree[str]):
-    DEFAULT_CSS = """
-    CheckTree {
-        height: 1fr;
-        background: $surface;
-        border: round $primary 40%;
-        padding: 0 1;
-        overflow-x: hidden;
-    }
-    CheckTree:focus {
-        border: round $primary;
-    }
-    """
+    # styled in tui/styles/doctor.tcss (the one step that shows it)
 
     def __init__(self, **kwargs) -> None:
         super().__init__(_("Checks"), **kwargs)

@@ -43,15 +43,7 @@ def bar_lines(report) -> Content:
 
 
 class EvalResults(Vertical):
-    DEFAULT_CSS = """
-    EvalResults { height: 1fr; }
-    EvalResults #pg-eval-top { height: 1fr; }
-    EvalResults #pg-eval-summary { height: auto; padding: 0 1; }
-    EvalResults #pg-eval-table { height: auto; max-height: 8; }
-    EvalResults #pg-eval-bars { height: auto; padding: 0 1; margin-top: 1; }
-    EvalResults #pg-eval-worse { height: 6; border: round $panel-lighten-2; border-title-color: $text-muted; }
-    EvalResults #pg-eval-row { height: auto; max-height: 8; padding: 0 1; }
-    """
+    # styled in tui/styles/playground.tcss (the one step that shows it)
 
     def __init__(self, **kw) -> None:
         super().__init__(**kw)

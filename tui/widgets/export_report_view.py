@@ -12,18 +12,7 @@ from tui.widgets import status_marks
 
 
 class ExportReportView(Static):
-    DEFAULT_CSS = """
-    ExportReportView {
-        height: auto;
-        max-height: 18;
-        overflow-y: auto;
-        padding: 0 1;
-        border: round $panel-lighten-2;
-        border-title-color: $text-muted;
-    }
-    ExportReportView.-error { border: round $error; }
-    ExportReportView.-warning { border: round $warning; }
-    """
+    # styled in tui/styles/merge.tcss (the one step that shows it)
 
     def __init__(self, **kwargs) -> None:
         super().__init__("", **kwargs)

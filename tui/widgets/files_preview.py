@@ -11,19 +11,7 @@ from textual.widgets import TabbedContent, TabPane, TextArea
 
 
 class FilesPreview(Vertical):
-    DEFAULT_CSS = """
-    FilesPreview {
-        height: 1fr;
-    }
-    FilesPreview > TabbedContent {
-        height: 1fr;
-    }
-    FilesPreview TextArea {
-        height: 1fr;
-        border: none;
-        padding: 0 1;
-    }
-    """
+    # styled in tui/styles/config.tcss (the one step that shows it)
 
     def __init__(self, tabs: list[tuple[str, str]], **kwargs) -> None:
         """`tabs`: (id, title) per tab."""

@@ -13,17 +13,7 @@ from tui.widgets import status_marks
 
 
 class FindingsView(Static):
-    DEFAULT_CSS = """
-    FindingsView {
-        height: auto;
-        max-height: 12;
-        overflow-y: auto;
-        padding: 0 1;
-        border: round $panel-lighten-2;
-        border-title-color: $text-muted;
-    }
-    FindingsView.-errors { border: round $error; }
-    """
+    # styled in tui/styles/config.tcss (the one step that shows it)
 
     def __init__(self, **kwargs) -> None:
         super().__init__("", **kwargs)

@@ -35,18 +35,7 @@ def human_bytes(size: int) -> str:
 
 
 class MemoryGauge(Static):
-    DEFAULT_CSS = """
-    MemoryGauge {
-        height: auto;
-        min-height: 3;
-        padding: 0 1;
-        border: round $panel-lighten-2;
-        border-title-color: $text-muted;
-    }
-    MemoryGauge.-fits { border: round $success 60%; }
-    MemoryGauge.-tight { border: round $warning; }
-    MemoryGauge.-does_not_fit { border: round $error; }
-    """
+    # styled in tui/styles/config.tcss (the one step that shows it)
 
     def __init__(self, **kwargs) -> None:
         super().__init__("", **kwargs)
