@@ -104,9 +104,13 @@ def scan_text(numbered: list[tuple[int, str]], total_lines: int, name: str) -> d
 
     Each pattern searches the whole text at once (a literal start lets the regex engine skip ahead; one
     alternation of every pattern, line by line, was 6x slower on a 100 MB log); a line is evidence for a
-    rule once, through the first of its patterns that matches there."""
+    rule once, through the first of its patterns that matches there.
+
+    A line that tqdm redrew many times (\\r-separated bars) is searched in its last piece only: what a
+    program prints ends with a newline, so a message that follows a bar is that line's last piece, and the
+    bars before it hold no error (a 100 MB log of training is mostly such lines: 16 MB scanned -> 3 MB)."""
     table, patterns, unless = _compiled(current_language())
-    lines = [text.rstrip("\r") for _n, text in numbered]
+    lines = [_last_piece(text.rstrip("\r")) for _n, text in numbered]
     starts = list(accumulate(map((1).__add__, map(len, lines[:-1])), initial=0))
     joined = "\n".join(lines)
     found: dict[str, tuple[list[LogEvidence], float]] = {}
@@ -126,6 +130,10 @@ def scan_text(numbered: list[tuple[int, str]], total_lines: int, name: str) -> d
         evidence = [LogEvidence(name, numbered[i][0], _segment(lines[i], *hits[i])) for i in kept]
         found[rule.id] = (evidence, numbered[order[-1]][0] / max(1, total_lines))
     return found
+
+
+def _last_piece(line: str) -> str:
+    return line[line.rfind("\r") + 1:] if line.count("\r", 0, 4096) >= 3 else line
 
 
 def diagnose_files(paths: list[str | os.PathLike], *, exit_code: int | None = None,

@@ -231,6 +231,8 @@ def read_bare_exceptions(numbered: list[tuple[int, str]], name: str) -> list[Rai
 
 def read_native_crashes(numbered: list[tuple[int, str]], name: str) -> list[RaisedException]:
     """faulthandler dumps and C++ terminate messages, each as one exception (see the module's docstring)."""
+    if not any("Fatal Python error: " in raw or "terminate called after" in raw for _n, raw in numbered):
+        return []  # most logs: one quick pass instead of reading each line
     out: list[RaisedException] = []
     pending: dict[int | None, RaisedException] = {}  # a terminate per rank, waiting for its faulthandler dump
     dumps: dict[int | None, RaisedException] = {}  # a Fatal Python error per rank, waiting for its first frame

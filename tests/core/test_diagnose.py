@@ -202,3 +202,11 @@ def test_cli_exit_codes_and_json(devtune_cli):
     assert missing.returncode == 2 and "no-such.log" in missing.stderr
     human = devtune_cli("diagnose", "--exit-code", "137", str(LOGS / "lf_normal" / "stdout.log"))
     assert human.returncode == 1 and "[oom-killer]" in human.stdout and "$ free -g" in human.stdout
+
+
+def test_a_message_after_many_tqdm_redraws_is_found_in_the_lines_last_piece():
+    bars = "".join(f"\r {i:>3}/640 [00:{i:02d}<09:00,  1.10it/s]" for i in range(1, 9))
+    text = f"step\n{bars}\r[rank0]: torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB\nend\n"
+    (d,) = diagnose_text(text)
+    assert d.id == "gpu-out-of-memory" and d.evidence[0].line == 2
+    assert d.evidence[0].text.startswith("[rank0]: torch.OutOfMemoryError")
