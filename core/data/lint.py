@@ -123,13 +123,17 @@ def schema_for(path, rows: list, kind: str | None = None, use_entry: bool = True
 
 
 def format_label(schema: Schema) -> str:
-    """The format as the report shows it, with the kind of rows and where that reading came from:
-    "sharegpt · preference pairs (dpo) · as dataset_info.json entry dpo_demo says" (plain SFT: the format)."""
+    """The format as the report shows it, with the kind of rows, the tools and media columns, and where that
+    reading came from: "sharegpt · preference pairs (dpo) · as dataset_info.json entry dpo_demo says",
+    "sharegpt · supervised (sft) · tools · detected from the rows" (plain SFT: the format)."""
     from core.data.schema import SUPERVISED
 
     parts = [schema.label]
     if schema.task != SUPERVISED or not schema.plain:
         parts.append(schema.kind_label)
+    columns = [name for name in ("tools", "images", "videos", "audios") if getattr(schema, name)]
+    if columns:  # what the rows carry besides the text: "sharegpt · supervised (sft) · tools"
+        parts.append(" + ".join(columns))
     if schema.source != "detected":
         parts.append(_("as dataset_info.json entry {name} says", name=schema.source))
     elif len(parts) > 1:

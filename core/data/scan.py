@@ -148,7 +148,8 @@ class Sink:
         if self.ctx.estimate_too_long and tokens > self.ctx.cutoff_len:
             out.append(too_long(line, tokens, self.ctx.cutoff_len, text, estimated=True))
         self.stats.add_row(view.lengths, cjk, tokens)
-        self.r.fingerprints.add(int(line), prompt_hash(view.prompt), text_hash(view.output))
+        prompt = view.prompt + (view.context,) if view.context else view.prompt
+        self.r.fingerprints.add(int(line), prompt_hash(prompt), text_hash(view.output))
         return view
 
 

@@ -303,6 +303,9 @@ class RowView:
     fix: str = "safe"  # strongest fix needed to keep this row: safe | confirm | none
     keys: tuple[str, ...] = ()
     notes: list[str] = field(default_factory=list)
+    # what else the prompt is made of: the tools and media a row declares (the same question with another tool
+    # list or another image is another prompt for duplicates and conflicts)
+    context: tuple = ()
 
 
 def type_name(value: Any) -> str:
@@ -399,9 +402,24 @@ def _check_columns(value: dict, line: int, schema: Schema, out: list[Finding], v
                 "stops with \"The number of {key} does not match\"", used, line=line, files=counted("file", len(paths)),
                 key=column, placeholder=placeholder)))
             return None
+    view.context = _context(value, schema)
     if schema.tools:
         return _check_tools(value, line, schema, out, view)
     return view
+
+
+def _context(value: dict, schema: Schema) -> tuple:
+    """The tools (as written, or as sorted JSON when a list) and the media paths of a row, hashable."""
+    import json
+
+    parts: list = []
+    if schema.tools:
+        tools = value.get(schema.tools)
+        parts.append(tools if isinstance(tools, str) else "" if tools in (None, []) else
+                     json.dumps(tools, sort_keys=True, ensure_ascii=False))
+    for column, _placeholder in schema.media:
+        parts.append(tuple(_strings(value.get(column))))
+    return tuple(parts)
 
 
 def _tool_names(tools: Any) -> set[str] | None:

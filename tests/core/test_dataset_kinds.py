@@ -235,3 +235,39 @@ def test_register_refuses_json_in_a_txt_file(tmp_path):
     assert [f.rule for f in lint_file(txt).findings if f.severity == "error"] == ["extension"]
     with pytest.raises(RegisterRefused):
         register_dataset(txt, "rows", tmp_path)
+
+
+@pytest.mark.parametrize("name", ["tools", "mllm"])
+def test_the_same_question_with_other_tools_or_media_is_no_conflict(name, tmp_path):
+    """glaive_toolcall_en_demo got 25 conflicts for one question asked with different tool lists: the tools
+    and the media a row declares are part of its prompt for duplicates and conflicts."""
+    path = write_kind(tmp_path, name)
+    rows = json.loads(path.read_text())
+    other = json.loads(json.dumps(rows[0]))
+    key = "conversations" if name == "tools" else "messages"
+    other[key][-1]["value" if name == "tools" else "content"] = "Another answer, for another context."
+    if name == "tools":
+        other["tools"] = json.dumps([{"name": "cancel_order", "parameters": {}}])
+        other[key][1]["value"] = json.dumps({"name": "cancel_order", "arguments": {}})
+    else:
+        (tmp_path / "mllm_demo_data" / "2.png").write_bytes((tmp_path / "mllm_demo_data" / "1.png").read_bytes())
+        other["images"] = ["mllm_demo_data/2.png"]
+    same = json.loads(json.dumps(rows[0]))
+    _rewrite(path, rows + [other, same])
+    report = lint_file(path)
+    assert report.errors == 0, [f.message for f in report.findings if f.severity == "error"]
+    assert [f.rule for f in report.findings if f.rule in ("conflict", "duplicate")] == ["duplicate"]
+    other["images" if name == "mllm" else "tools"] = rows[0]["images" if name == "mllm" else "tools"]
+    if name == "tools":
+        other[key][1] = rows[0][key][1]
+    _rewrite(path, rows + [other])
+    assert [f.rule for f in lint_file(path).findings if f.rule == "conflict"] == ["conflict"]
+
+
+def test_the_format_line_names_the_tools_and_media(tmp_path):
+    tools = lint_file(write_kind(tmp_path / "t", "tools"))
+    assert tools.format == "sharegpt · supervised (sft) · tools · as dataset_info.json entry tools says"
+    mllm = lint_file(write_kind(tmp_path / "m", "mllm", registered=False))
+    assert mllm.format == "messages · supervised (sft) · images · detected from the rows"
+    assert lint_file(write_kind(tmp_path / "c", "c4", registered=False)).format == (
+        "alpaca (text) · pre-training text (pt) · detected from the rows")

@@ -86,7 +86,7 @@ def rows_file(draw) -> bytes:
 
 # ------------------------------------------------------------------ the reference lint
 
-DUPLICATE = "L{line}: duplicate of L{other}; fix keeps the first"
+DUPLICATE = "L{line}: duplicate of L{other}; fix keeps the first (with --yes)"
 CONFLICT = "L{line}: same prompt as L{other} with a different output; keep the right one by hand"
 TOO_LONG = ("L{line}: ~{tokens} tokens > cutoff_len {cutoff}; will be truncated (raise cutoff_len or shorten the "
             "row)")
@@ -387,7 +387,7 @@ def test_findings_for_pairs_follows_the_template():
     plain = findings_for_pairs("duplicate", "L{line}: duplicate of L{other}; 100% sure", *pairs)
     assert [f.message for f in plain] == ["L3: duplicate of L1; 100% sure", "L9: duplicate of L2; 100% sure"]
     assert [(f.rule, f.severity, f.line, f.fix, f.column, f.fixable) for f in plain] == [
-        ("duplicate", "warning", 3, "safe", None, True), ("duplicate", "warning", 9, "safe", None, True)]
+        ("duplicate", "warning", 3, "confirm", None, False), ("duplicate", "warning", 9, "confirm", None, False)]
     swapped = findings_for_pairs("duplicate", "与 L{other} 重复：L{line}", *pairs)
     assert [f.message for f in swapped] == ["与 L1 重复：L3", "与 L2 重复：L9"]
     odd = findings_for_pairs("conflict", "L{line:>4}: see {other!r}", *pairs)
