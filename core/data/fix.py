@@ -27,7 +27,8 @@ from core.data.findings import CONFIRM, SAFE
 from core.data.lint import LintOptions, LintReport, lint_file
 from core.data.reader import CSV, EMPTY, TEXT, TEXT_COLUMN, ReadNotes, is_text_file, iter_records, probe_file
 from core.data.scan import key_count
-from core.data.schema import ALIASES, ALPACA, PRETRAIN, Schema, check_row
+from core.data.row_rules import check_row
+from core.data.schema import ALIASES, ALPACA, PRETRAIN, Schema
 from core.i18n import _, _n
 
 

@@ -137,7 +137,7 @@ def read_split_input(path: str | os.PathLike, schema) -> SplitInput:
     from core.data.duplicates import prompt_hash, text_hash
     from core.data.neardup import near_duplicate_matches
     from core.data.reader import JSON_ARRAY, JSON_STREAM, JSONL, ReadNotes, iter_records, probe_file
-    from core.data.schema import check_row
+    from core.data.row_rules import check_row
 
     probe = probe_file(path)
     if probe.layout not in (JSONL, JSON_ARRAY, JSON_STREAM):

@@ -27,7 +27,8 @@ from core.data.content_hints import hit_lines
 from core.data.findings import finding
 from core.data.scan import (LineNo, PartResult, ScanContext, Sink, key_count, new_result, non_utf8_line, paused_gc,
                             valid_utf8)
-from core.data.schema import ALPACA, MESSAGES, SHAREGPT, RowView
+from core.data.row_rules import RowView
+from core.data.schema import ALPACA, MESSAGES, SHAREGPT
 from core.data.stats import TEMPLATE_OVERHEAD, cjk_chars
 from core.i18n import _
 

@@ -22,7 +22,8 @@ from xxhash import xxh32_intdigest
 
 from core.data.lint_progress import LintProgress
 from core.data.reader import FileProbe, ReadNotes, iter_records
-from core.data.schema import Schema, check_row
+from core.data.row_rules import check_row
+from core.data.schema import Schema
 
 NUM_PERM = 64
 THRESHOLD = 0.8

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import codecs
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 

@@ -1,4 +1,4 @@
-"""The lint scan's exact per-row path (`Sink`: orjson and the checks of `schema.check_row`), and the
+"""The lint scan's exact per-row path (`Sink`: orjson and the checks of `row_rules.check_row`), and the
 general loop for everything but UTF-8 JSON Lines (arrays, pretty objects, UTF-16, GB18030 files).
 UTF-8 JSON Lines are scanned by `core.data.jsonl_scan`, which sends `Sink` the lines msgspec rejects.
 
@@ -21,7 +21,8 @@ from core.data.duplicates import Fingerprints, prompt_hash, text_hash
 from core.data.findings import ERROR, INFO, NONE, Finding, finding
 from core.data.json_repair import diagnose, duplicate_keys
 from core.data.records import ReadNotes, Record
-from core.data.schema import ALPACA, PRETRAIN, RowView, Schema, check_row
+from core.data.row_rules import RowView, check_row
+from core.data.schema import ALPACA, PRETRAIN, Schema
 from core.data.stats import StatsAccumulator, cjk_chars, estimate_tokens
 from core.i18n import _
 

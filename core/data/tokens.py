@@ -15,7 +15,8 @@ from core.data.findings import Finding
 from core.data.lint_progress import LintProgress
 from core.data.reader import FileProbe, ReadNotes, iter_records
 from core.data.scan import too_long
-from core.data.schema import PRETRAIN, Schema, check_row
+from core.data.row_rules import check_row
+from core.data.schema import PRETRAIN, Schema
 from core.data.stats import TEMPLATE_OVERHEAD, Histogram
 from core.i18n import _
 

@@ -27,7 +27,8 @@ from core.data.json_repair import diagnose
 from core.data.lint import LintOptions, _expected_keys, _file_findings, lint_file, sample_rows
 from core.data.reader import ReadNotes, probe_file
 from core.data.scan import key_count
-from core.data.schema import UNKNOWN, Schema, check_row, detect_schema
+from core.data.row_rules import check_row
+from core.data.schema import UNKNOWN, Schema, detect_schema
 from core.data.stats import StatsAccumulator, build_stats, cjk_chars, estimate_tokens
 
 PIECES = ["13812345678", "+44 20 7946 0958", "555.123.4567", "(555) 123-4567", "555-123-4567",
