@@ -276,7 +276,7 @@ def read_native_crashes(numbered: list[tuple[int, str]], name: str) -> list[Rais
                 nm = PREFIX.match(nxt)
                 if (int(nm.group(1)) if nm else None) != rank:
                     continue
-                fm = DUMP_FRAME.match((nxt[nm.end():] if nm else nxt))
+                fm = DUMP_FRAME.match(nxt[nm.end():] if nm else nxt)
                 if fm:  # the first frame under "(most recent call first)" is the innermost
                     exc.frame = f"{fm.group(1)}:{fm.group(2)} in {fm.group(3)}"
                     exc.frame_line, exc.frame_text = _n, fm.group(0).strip()
