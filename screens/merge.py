@@ -14,7 +14,7 @@ from textual.widgets import Button, Checkbox, Input, Label, Log, ProgressBar, Se
 from core.i18n import _
 from screens.base import Job, StepScreen, UserError, step_binding
 from tui.widgets.export_report_view import ExportReportView
-from tui.widgets.titled import titled
+from tui.widgets.titled import TitledSelect, titled
 
 POLL_SECONDS = 0.5
 
@@ -41,7 +41,7 @@ class MergeScreen(StepScreen):
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="merge-form"):
-            yield Select([], prompt=_("training run"), id="merge-run", allow_blank=True)
+            yield titled(TitledSelect([], prompt=_("none yet"), id="merge-run", allow_blank=True), _("training run"))
             yield titled(Input(placeholder=_("default: run id"), id="merge-name"), _("export name"))
             yield titled(Input("5", placeholder="GB", id="merge-size", type="integer"), _("shard GB"))
             yield Select([(_("device: cpu"), "cpu"), (_("device: auto"), "auto")], value="cpu", allow_blank=False,

@@ -22,7 +22,7 @@ from core.i18n import _
 from screens.base import Job, StepScreen, UserError, step_binding
 from tui.widgets.chat_params import ChatParamsForm
 from tui.widgets.chat_transcript import ChatTranscript
-from tui.widgets.titled import titled
+from tui.widgets.titled import TitledSelect, titled
 from tui.widgets.eval_results import EvalResults
 
 
@@ -75,7 +75,7 @@ class PlaygroundScreen(StepScreen):
                 with Horizontal(id="pg-buttons"):
                     yield Button(_("Start"), id="pg-start", variant="primary")
                     yield Button(_("Stop"), id="pg-stop")
-                yield Select([], prompt=_("server: none"), id="pg-server")
+                yield titled(TitledSelect([], prompt=_("none yet"), id="pg-server"), _("server"))
                 yield Select([], prompt=_("compare with: none"), id="pg-compare")
                 yield Log(max_lines=300, id="pg-server-log", auto_scroll=True)
                 yield Static("", id="pg-commands")
