@@ -315,6 +315,14 @@ class ExportProgress:
     detail: str  # the latest meaningful line
     status: str  # the run's status
     error: str | None = None
+    diagnosis: object | None = None  # core.train.failures.Diagnosis: the cause of a failed export, and its fix
+
+    def failure_text(self) -> str | None:
+        """The error, then its cause and fix when the diagnosis knows them (what the CLI and the screen say)."""
+        if self.diagnosis is None:
+            return self.error
+        return _("{error} — {cause}. Fix: {fix}", error=self.error or "", cause=self.diagnosis.title,
+                 fix=self.diagnosis.fix)
 
 
 def _last_error(stderr: str) -> str | None:
@@ -363,10 +371,17 @@ def _read_tail(path: Path, limit: int = 200_000) -> str:
 
 
 def export_progress(ws: Workspace, run_id: str) -> ExportProgress:
+    """The export's progress; for a failed export, the first diagnosis of its logs (the failure rules)."""
     directory = run_dir(ws, run_id)
     record = refresh(directory)
-    return parse_export_log(_read_tail(directory / "stdout.log"), _read_tail(directory / "stderr.log"),
-                            record.status.value)
+    progress = parse_export_log(_read_tail(directory / "stdout.log"), _read_tail(directory / "stderr.log"),
+                                record.status.value)
+    if record.status is RunStatus.FAILED:
+        from core.train.failures import diagnose_run
+
+        found = diagnose_run(directory, exit_code=record.exit_code, training=False)
+        progress.diagnosis = found[0] if found else None
+    return progress
 
 
 def wait_export(ws: Workspace, run_id: str, *, on_progress=None, interval: float = 0.5,

@@ -137,7 +137,8 @@ def _last_piece(line: str) -> str:
 
 
 def diagnose_files(paths: list[str | os.PathLike], *, exit_code: int | None = None,
-                   stop_requested: bool = False, last_step: tuple[int, int] | None = None) -> list[Diagnosis]:
+                   stop_requested: bool = False, last_step: tuple[int, int] | None = None,
+                   training: bool = True) -> list[Diagnosis]:
     """Diagnoses from these log files (OSError when one cannot be read), most likely first."""
     merged: dict[str, tuple[list[LogEvidence], float]] = {}
     logs = []
@@ -148,7 +149,7 @@ def diagnose_files(paths: list[str | os.PathLike], *, exit_code: int | None = No
         for rule_id, (evidence, pos) in scan_text(numbered, total, str(path)).items():
             prev_ev, prev_pos = merged.get(rule_id, ([], 0.0))
             merged[rule_id] = (prev_ev + evidence, max(prev_pos, pos))
-    cause = find_root_cause(logs, exit_code=exit_code, last_step=last_step)
+    cause = find_root_cause(logs, exit_code=exit_code, last_step=last_step, training=training)
     return _rank(merged, exit_code, stop_requested, cause)
 
 
@@ -160,14 +161,17 @@ def diagnose_text(text: str, name: str = "log", *, exit_code: int | None = None,
 
 
 def diagnose_run(run_dir: str | os.PathLike, output_dir: str | os.PathLike | None = None, *,
-                 exit_code: int | None = None, stop_requested: bool = False) -> list[Diagnosis]:
-    """A devtune run folder: stderr.log, stdout.log (and LLaMA-Factory's running_log.txt when present)."""
+                 exit_code: int | None = None, stop_requested: bool = False,
+                 training: bool = True) -> list[Diagnosis]:
+    """A devtune run folder: stderr.log, stdout.log (and LLaMA-Factory's running_log.txt when present).
+    `training=False` for an export run (no steps in its logs)."""
     run_dir = Path(run_dir)
     paths = [p for p in (run_dir / "stderr.log", run_dir / "stdout.log") if p.exists()]
     if output_dir is not None and (Path(output_dir) / "running_log.txt").exists() and not paths:
         paths.append(Path(output_dir) / "running_log.txt")
     step = last_logged_step(Path(output_dir)) if output_dir is not None else None
-    return diagnose_files(paths, exit_code=exit_code, stop_requested=stop_requested, last_step=step)
+    return diagnose_files(paths, exit_code=exit_code, stop_requested=stop_requested, last_step=step,
+                          training=training)
 
 
 def last_logged_step(output_dir: Path) -> tuple[int, int] | None:

@@ -346,8 +346,9 @@ def last_progress(numbered: list[tuple[int, str]]) -> tuple[int, int] | None:
 
 
 def find_root_cause(logs: list[tuple[str, list[tuple[int, str]]]], *, exit_code: int | None = None,
-                    last_step: tuple[int, int] | None = None) -> RootCause:
-    """`logs`: (name, numbered lines) of each log file, stderr first."""
+                    last_step: tuple[int, int] | None = None, training: bool = True) -> RootCause:
+    """`logs`: (name, numbered lines) of each log file, stderr first. `training=False` (an export's logs):
+    its progress bars are loading and writing bars, not steps, so no step is read from them."""
     exceptions: list[RaisedException] = []
     summary: dict = {}
     progress = None
@@ -359,7 +360,7 @@ def find_root_cause(logs: list[tuple[str, list[tuple[int, str]]]], *, exit_code:
             exceptions += read_bare_exceptions(numbered, name)
     for _name, numbered in logs:
         summary = summary or read_torchrun_summary(numbered)
-        progress = progress or last_progress(numbered)
+        progress = progress or (last_progress(numbered) if training else None)
     real = [e for e in exceptions if not e.wrapper]
     rank = summary.get("rank")
     first = None

@@ -156,3 +156,26 @@ def test_a_failed_export_gives_its_error_line():
     err = (FIXTURES / "export_failed_stderr.log").read_text()
     progress = parse_export_log("", err, "failed")
     assert progress.error == "ValueError: Can't find 'adapter_config.json' at 'saves/nope'"
+
+
+def test_a_failed_export_is_diagnosed_by_the_failure_rules(workspace, capsys):
+    """A real `llamafactory-cli export` failure (the adapter folder missing), in an export run's folder: the
+    progress carries the rule's cause and fix, and `devtune diagnose` with no argument reads that export."""
+    import shutil
+
+    from core.merge.export import export_progress
+    from tui.cli import main
+
+    logs = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "lf_export_adapter_missing"
+    run_id = make_run(workspace, "20260101-000010-export-x", kind="export", status=RunStatus.FAILED)
+    for name in ("stderr.log", "stdout.log"):
+        shutil.copy(logs / name, workspace.runs_dir / run_id / name)
+    progress = export_progress(workspace, run_id)
+    assert progress.error == "ValueError: Can't find 'adapter_config.json' at 'saves/nope'"
+    assert progress.diagnosis is not None and progress.diagnosis.id == "adapter-not-found"
+    assert not any("step" in e.text for e in progress.diagnosis.evidence)  # its bars load weights: no steps
+    text = progress.failure_text()
+    assert progress.error in text and progress.diagnosis.fix in text
+    assert main(["diagnose", "--workspace", str(workspace.root)]) == 1
+    out = capsys.readouterr().out
+    assert progress.diagnosis.title in out and progress.diagnosis.fix in out

@@ -1,6 +1,6 @@
 """`devtune diagnose [RUN | LOGFILE...] [--json]`: why a training run failed, with the evidence and the fix.
 
-With no argument: the newest failed training run. An argument that is not a file or folder is a run id
+With no argument: the newest failed run, a training run or a merge's export run. An argument that is not a file or folder is a run id
 (or a unique prefix), as `monitor`, `stop`, `resume` and `merge` take it; the run's exit code and
 whether it was stopped on request come from its record."""
 
@@ -15,7 +15,7 @@ from tui.commands.output import emit_json, err
 def register(sub, add_common) -> list[str]:
     p = sub.add_parser(
         "diagnose",
-        help=_("explain why a training run failed, from its logs"),
+        help=_("explain why a training run or an export failed, from its logs"),
         description=_("Read training logs (a run id, files, or run folders holding stderr.log and stdout.log; "
                       "default: the newest failed run) and list the known failures found, most likely first, "
                       "each with the log lines that show it and the fix. "
@@ -62,10 +62,10 @@ def _run_to_diagnose(args):
 
     ws = workspace(args)
     if not args.logs:
-        failed = [r for r in list_runs(ws) if r.kind == "train" and r.status is RunStatus.FAILED]
+        failed = [r for r in list_runs(ws) if r.kind in ("train", "export") and r.status is RunStatus.FAILED]
         if not failed:
-            raise _NothingToDiagnose(_("no failed training run in {path}; `devtune runs` lists the runs, and "
-                                       "`devtune diagnose RUN` reads any of them", path=str(ws.root)))
+            raise _NothingToDiagnose(_("no failed training or export run in {path}; `devtune runs` lists the "
+                                       "runs, and `devtune diagnose RUN` reads any of them", path=str(ws.root)))
         return ws, failed[0]
     if len(args.logs) == 1 and not Path(args.logs[0]).exists():
         try:
@@ -94,7 +94,8 @@ def run_diagnose(args) -> int:
             print(_("run {id} ({status})", id=record.id, status=_status(record)), file=sys.stderr)
             found = diagnose_run(directory, ws.abs(record.output_dir) if record.output_dir else None,
                                  exit_code=record.exit_code if args.exit_code is None else args.exit_code,
-                                 stop_requested=args.stopped or record.stop_requested is not None)
+                                 stop_requested=args.stopped or record.stop_requested is not None,
+                                 training=record.kind != "export")
         else:
             paths = _expand(args.logs)
             found = diagnose_files(paths, exit_code=args.exit_code, stop_requested=args.stopped)

@@ -102,12 +102,18 @@ def run_merge(args) -> int:
     if final.status is not RunStatus.FINISHED:
         from core.merge.export import export_progress
 
-        problem = export_progress(ws, record.id).error or final.note
+        progress = export_progress(ws, record.id)
+        problem = progress.error or final.note
         if args.json:
+            cause = progress.diagnosis.to_dict() if progress.diagnosis is not None else None
             emit_json({"export_run": record.id, "export_dir": plan.export_dir, "status": final.status.value,
-                       "error": problem, "logs": ws.rel(ws.runs_dir / record.id)})
+                       "error": problem, "diagnosis": cause, "logs": ws.rel(ws.runs_dir / record.id)})
         else:
             err(_("the export failed: {error}", error=problem))
+            if progress.diagnosis is not None:
+                err(_("cause: {title}", title=progress.diagnosis.title))
+                err(_("fix: {fix}", fix=progress.diagnosis.fix))
+                err(_("details: devtune diagnose {id}", id=record.id))
             err(_("logs: {dir}", dir=ws.rel(ws.runs_dir / record.id)))
         return EXIT_PROBLEMS
     report = check_export(ws, plan.export_dir, template=plan.template, base_model=plan.base_model,
