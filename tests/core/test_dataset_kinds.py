@@ -271,3 +271,17 @@ def test_the_format_line_names_the_tools_and_media(tmp_path):
     assert mllm.format == "messages · supervised (sft) · images · detected from the rows"
     assert lint_file(write_kind(tmp_path / "c", "c4", registered=False)).format == (
         "alpaca (text) · pre-training text (pt) · detected from the rows")
+
+
+def test_txt_preview_and_stats_show_its_lines(tmp_path):
+    from core.data.preview import Preview, columns
+
+    path = write_kind(tmp_path, "wiki")
+    preview = Preview(path)
+    assert columns(preview.schema) == ["text"] and preview.schema.text_file
+    first = preview.first_page(2)
+    assert [r.line for r in first] == [1, 2] and first[0].cells(preview.schema) == [KINDS["wiki"][1]()[0]]
+    preview.build()
+    assert preview.total() == len(KINDS["wiki"][1]()) and preview.page(5, 1)[0].value == {"text": KINDS["wiki"][1]()[5]}
+    report = lint_file(path)
+    assert list(report.stats.fields) == ["text"] and report.stats.rows == 6
