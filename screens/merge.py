@@ -194,7 +194,10 @@ class MergeScreen(StepScreen):
 
         record = refresh(run_dir(ws, run_id))
         if record.status is not RunStatus.FINISHED:
-            raise UserError(_("the export failed: {error}", error=progress.error or record.note))
+            from core.merge.export import export_progress
+
+            ended = export_progress(ws, run_id)  # read once more: a failed export's cause and fix
+            raise UserError(_("the export failed: {error}", error=ended.failure_text() or record.note))
         return check_export(ws, plan.export_dir, template=plan.template, base_model=plan.base_model,
                             adapter=plan.adapter, run_id=plan.run_id or None, progress=job.report)
 
