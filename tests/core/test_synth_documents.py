@@ -155,3 +155,16 @@ def test_code_fences_hide_headings_and_an_empty_heading_is_no_chunk():
     assert [h for h, _s, _b in sections(text)] == ["", "Top", "Top > Setup"]
     chunks = chunk_document(Document("x.md", "markdown", text))
     assert [c.heading for c in chunks] == ["Top > Setup"] and "# not a heading" in chunks[0].text
+
+
+def test_a_library_tripping_over_a_damaged_file_is_a_reason_not_a_crash(tmp_path, monkeypatch):
+    import pypdf
+
+    path = write_pdf(tmp_path)
+
+    def trip(self):
+        raise KeyError("/Contents")
+
+    monkeypatch.setattr(pypdf.PageObject, "extract_text", lambda self, *a, **k: trip(self))
+    with pytest.raises(DocumentError, match=r"manual.pdf cannot be read \(KeyError: '/Contents'\)"):
+        read_document(path)

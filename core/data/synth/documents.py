@@ -109,6 +109,11 @@ def read_document(path: str | Path) -> Document:
             doc = _read_pdf(path)
     except OSError as exc:
         raise DocumentError(_("cannot read {path}: {error}", path=path, error=exc.strerror or exc)) from exc
+    except DocumentError:
+        raise
+    except Exception as exc:  # a damaged file can trip the DOCX / PDF library anywhere: a reason, not a crash
+        raise DocumentError(_("{path} cannot be read ({kind}: {error}); save it again from the program that made "
+                              "it", path=path, kind=type(exc).__name__, error=exc)) from exc
     if not doc.text.strip():
         raise DocumentError(_("{path} holds no text", path=path))
     return doc
