@@ -67,3 +67,34 @@ def test_a_damaged_review_file_is_said_and_replaced_not_fatal(tmp_path):
     cands[0].decision = ACCEPTED
     reviews.save(cands)
     assert ReviewFile(path).apply(_candidates()) == 1
+
+
+
+def test_the_same_section_in_two_documents_keeps_two_decisions(tmp_path):
+    """Boilerplate repeated in two files is the same chunk text (one journal entry, asked once), but two rows."""
+    from core.data.synth.chunks import chunk_document
+    from core.data.synth.dataset import collect
+    from core.data.synth.documents import Document
+    from core.data.synth.generate import Generator, SynthOptions
+    from core.data.synth.journal import Journal
+    from core.data.synth.prompts import workspace_prompts
+    from core.serve.chat import Endpoint
+    from tests.synth_server import FaultServer
+
+    text = "# Returns\n\nUnused items go back within thirty days.\n"
+    chunks = [c for name in ("a.md", "b.md") for c in chunk_document(Document(name, "markdown", text))]
+    prompts = workspace_prompts(tmp_path / "configs")
+    options = SynthOptions(questions=1, backoff_s=0.01)
+    server = FaultServer()
+    try:
+        journal = Journal(tmp_path / "j")
+        Generator(Endpoint(server.url, "fake-model", api_key="k"), prompts, journal, options).run(chunks)
+    finally:
+        server.close()
+    first = collect(chunks, journal, "fake-model", prompts, options)
+    assert len(first) == 2 and first[0].key != first[1].key
+    first[1].decision = REJECTED
+    path = tmp_path / ".x.jsonl.synth-review"
+    ReviewFile(path).save(first)
+    again = collect(chunks, journal, "fake-model", prompts, options)
+    assert ReviewFile(path).apply(again) == 1 and [c.decision for c in again] == ["", REJECTED]

@@ -85,6 +85,11 @@ def collect(chunks: list[Chunk], journal: Journal, model: str, prompts: Prompts,
                 problem = "error"
             out.append(Candidate(Pair(entry.get("question", ""), answer, chunk.text, problem=problem,
                                       detail=entry.get("error", "")), chunk, model))
+    seen: Counter = Counter()
+    for c in out:  # the same pair twice (a model repeating itself): each keeps a review decision of its own
+        seen[c.key] += 1
+        if seen[c.key] > 1:
+            c.key = f"{c.key}#{seen[c.key]}"
     return out
 
 
