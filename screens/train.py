@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal
+from textual.containers import Horizontal, Vertical
 from textual.reactive import var
 from textual.widgets import Button, Log, ProgressBar, Select, Static
 
@@ -21,6 +21,7 @@ from screens.base import Job, StepScreen, UserError, step_binding
 from tui.widgets.diagnosis_box import DiagnosisBox
 from tui.widgets.gpu_panel import GpuPanel
 from tui.widgets.loss_chart import LossChart
+from tui.widgets.train_stage_chart import StageChart
 
 POLL_SECONDS = 1.0
 LOG_LINES = 400
@@ -40,7 +41,7 @@ class TrainScreen(StepScreen):
         step_binding("train", "refresh", "refresh_runs", _("Reload the runs"), tooltip=_("list the runs again")),
         Binding("r", "resume", _("Resume run"), id="train.resume",
                 tooltip=_("continue a stopped or failed run from its last checkpoint")),
-        Binding("g", "toggle_gpus", _("Chart / GPUs"), id="train.toggle_gpus",
+        Binding("p", "toggle_gpus", _("Chart / GPUs"), id="train.toggle_gpus",
                 tooltip=_("on a narrow terminal, show the GPU panels instead of the chart (and back)")),
     ]
 
@@ -70,9 +71,12 @@ class TrainScreen(StepScreen):
             yield ProgressBar(total=None, show_eta=False, show_percentage=True, id="train-bar-progress")
             yield Static("", id="train-progress")
         yield Static("", id="train-status")
+        yield Static("", id="train-advice")
         yield DiagnosisBox(id="train-diagnosis")
         with Horizontal(id="train-main"):
-            yield LossChart(id="train-chart")
+            with Vertical(id="train-charts"):
+                yield LossChart(id="train-chart")
+                yield StageChart(id="train-stage-chart")  # dpo / kto: rewards, margin, accuracy over steps
             yield GpuPanel(compact=False, id="train-gpus")
         yield Log(max_lines=LOG_LINES, id="train-log")
 
@@ -138,6 +142,8 @@ class TrainScreen(StepScreen):
         self.run_id = run_id
         self.query_one(LossChart).empty_text = None
         self.query_one(LossChart).clear()
+        self.query_one(StageChart).clear()
+        self.query_one("#train-advice", Static).update("")
         self.query_one("#train-log", Log).clear()
         self.query_one(DiagnosisBox).hide()
         self.query_one("#train-progress", Static).update(_("reading the run's history…"))
@@ -155,7 +161,7 @@ class TrainScreen(StepScreen):
             m = watcher.metrics
             series = {"loss": (m.loss.xs, m.loss.ys), "smoothed": (m.loss_smooth.xs, m.loss_smooth.ys),
                       "eval_loss": (m.eval_loss.xs, m.eval_loss.ys), "lr": (m.lr.xs, m.lr.ys),
-                      "resumes": list(m.resumes)}
+                      "resumes": list(m.resumes), "stage": {k: (v.xs, v.ys) for k, v in m.stage.items()}}
             if first:
                 from core.train.gpu.history import read_run_history
 
@@ -183,6 +189,8 @@ class TrainScreen(StepScreen):
             s = event.series
             chart.set_data(loss=s["loss"], smoothed=s["smoothed"], eval_loss=s["eval_loss"], lr=s["lr"],
                            resumes=s["resumes"])
+            if s["stage"]:
+                self.query_one(StageChart).set_series(s["stage"])
         self._show_gpus(u, event.first)
         if u.log_lines:
             self.query_one("#train-log", Log).write_lines(u.log_lines[-LOG_LINES:])
@@ -204,7 +212,6 @@ class TrainScreen(StepScreen):
         self.query_one("#train-start", Button).disabled = active
 
     def _show_progress(self, u) -> None:
-        from core.train.metrics import stage_metrics_text
         from core.train.runs import status_label
         from core.train.watch import progress_line
 
@@ -212,11 +219,12 @@ class TrainScreen(StepScreen):
         bar = self.query_one("#train-bar-progress", ProgressBar)
         if snap.total:
             bar.update(total=snap.total, progress=snap.step)
-        extra = u.throughput.text() if u.throughput is not None else ""
-        stage = stage_metrics_text(snap.stage_metrics)  # dpo / kto: rewards, margin, accuracy
+        extra = u.throughput.text() if u.throughput is not None else ""  # MFU, or why it does not apply
         line = progress_line(snap, active=u.record.active)  # an ended run waits for no speed or ETA
-        self.query_one("#train-progress", Static).update(line + (f"  {extra}" if extra else "")
-                                                         + (f"\n{stage}" if stage else ""))
+        self.query_one("#train-progress", Static).update(line + (f"  {extra}" if extra else ""))
+        advice = u.throughput.advice_lines() if u.throughput is not None and u.record.active else []
+        self.query_one("#train-advice", Static).update("\n".join(advice[:3]))
+        self.query_one("#train-advice", Static).display = bool(advice)
         r = u.record
         state = status_label(r.status)
         where = f"{r.output_dir or ''}  ·  {r.source_config or r.config or ''}"

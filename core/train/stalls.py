@@ -234,6 +234,24 @@ def _is_stopped(pid: int) -> bool:
         return False
 
 
+def stack_lines(text: str, frames: int = 5) -> list[str]:
+    """The lines of a dump worth showing in a small box: what was said before it (stopped, no ptrace rights),
+    the main thread's line and its innermost `frames` frames (py-spy prints the innermost first)."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("Process ")), len(lines))
+    out = [line.strip() for line in lines[:start] if line.strip()]
+    threads = [i for i in range(start, len(lines)) if lines[i].startswith("Thread ")]
+    main = next((i for i in threads if "MainThread" in lines[i]), threads[0] if threads else None)
+    if main is None:
+        return out or [line.strip() for line in lines[:frames + 1] if line.strip()]
+    body = []
+    for line in lines[main + 1:]:
+        if not line.startswith(" "):
+            break
+        body.append(line.strip())
+    return out + [lines[main].strip()] + body[:frames]
+
+
 def training_processes(pid: int) -> list[int]:
     """The processes that run the training loop: every Python process of the trainer's tree that is a rank,
     that is neither a launcher (torchrun's elastic agent, llamafactory-cli starting torchrun, DeepSpeed's

@@ -104,3 +104,17 @@ def test_advice_from_the_config_and_the_fit():
              "disable_gradient_checkpointing": True}
     assert [s.id for s in what_would_raise_it(tuned, memory_headroom=0.1, vendor="amd", mfu=0.1)] == ["small"]
     assert what_would_raise_it({}, memory_headroom=0.9, vendor=None, mfu=None) == []  # CPU: not applicable
+
+
+def test_a_real_cpu_run_with_llamafactorys_count_gives_a_measured_rate():
+    """tests/fixtures/runs/lf_dpo: devtune train of the tiny model on this CPU with devtune's config
+    (include_num_input_tokens_seen: true): tokens/s is LLaMA-Factory's count, not an estimate."""
+    path = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "lf_dpo" / "trainer_log.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert all("total_tokens" in r for r in rows if "loss" in r)
+    snap = snapshot_of(rows)
+    rate = token_rate(snap.tokens_per_s, snap.steps_per_s, tokens_per_step=999)
+    assert rate.measurable and not rate.estimated and 100 < rate.tokens_per_s < 100_000
+    cpu = Throughput.of(snap, RunShape(params=1e6, method="lora", gpu=None, vendor=None, devices=0,
+                                       tokens_per_step=None))
+    assert cpu.text() == "MFU not applicable (CPU run)"

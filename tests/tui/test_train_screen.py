@@ -106,3 +106,51 @@ async def test_a_finished_run_does_not_wait_for_its_speed(workspace, train_only)
         await wait_until(pilot, lambda: "step" in str(progress.render()))
         text = str(progress.render())
         assert "not measurable yet" not in text and "ETA" not in text, text
+
+
+async def test_p_switches_between_the_charts_and_the_gpus_on_a_narrow_terminal(workspace, train_only):
+    """One key, one meaning: `g` registers on the Data step, so the Train step's Chart / GPUs toggle is `p`."""
+    place_recorded_run(workspace, "20260101-000000-normal", "lf_normal", RunStatus.FINISHED, 0, time.time())
+    app = DevtuneApp(workspace, watch_terminal=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await opened(pilot, app)
+        await wait_until(pilot, lambda: screen.record is not None)
+        charts, gpus = screen.query_one("#train-charts"), screen.query_one("GpuPanel")
+        assert charts.display and not gpus.display
+        await pilot.press("g")
+        await pilot.pause()
+        assert charts.display and not gpus.display  # not Train's key
+        await pilot.press("p")
+        await wait_until(pilot, lambda: gpus.display and not charts.display)
+        await pilot.press("p")
+        await wait_until(pilot, lambda: charts.display and not gpus.display)
+
+
+async def test_a_dpo_run_charts_its_rewards_over_its_steps(workspace, train_only):
+    """The recorded DPO run of the tiny model: its rewards, margin and accuracy are series over the steps the
+    loss has, not only the latest values."""
+    import shutil as sh
+
+    from core.train.runs import RunRecord, write_record
+
+    src = FIXTURES / "runs" / "lf_dpo"
+    (workspace.root / "saves" / "dpo").mkdir(parents=True)
+    sh.copy(src / "trainer_log.jsonl", workspace.root / "saves" / "dpo" / "trainer_log.jsonl")
+    d = workspace.runs_dir / "20260101-000000-dpo"
+    d.mkdir(parents=True)
+    for name in ("stdout.log", "stderr.log"):
+        sh.copy(src / name, d / name)
+    write_record(d, RunRecord(id=d.name, argv=["llamafactory-cli", "train", "x.yaml"], cwd=str(workspace.root),
+                              output_dir="saves/dpo", status=RunStatus.FINISHED, exit_code=0, started=time.time()))
+    app = DevtuneApp(workspace, watch_terminal=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await opened(pilot, app)
+        chart = screen.query_one("StageChart")
+        await wait_until(pilot, lambda: chart.has_class("-visible"))
+        xs, ys = chart.series["rewards/margins"]
+        assert len(xs) == 50 and xs[0] == 2 and xs[-1] == 100 and ys[-1] > ys[0]  # every logged step, in order
+        chosen, rejected = chart.series["rewards/chosen"][1], chart.series["rewards/rejected"][1]
+        assert chosen[-1] > 0 > rejected[-1]
+        assert chart.series["rewards/accuracies"][1][-1] == 1.0
+        text = "\n".join("".join(t for t, _ in row) for row in chart._rows())
+        assert "chosen 4.58" in text and "accuracy 100%" in text and "100%" in text

@@ -54,10 +54,14 @@ class DiagnosisBox(Static):
         lines = [Content.styled(f"▲ {a.message}", "$error" if a.severity == "error" else "$warning")
                  for a in anomalies[:4]]
         if stall is not None:
+            from core.train.stalls import stack_lines
+
             lines.append(Content.styled("▲ " + _("stalled: {reason}", reason=stall.reason), "$error"))
-            for pid, stack in list(stall.stacks.items())[:1]:
-                lines.append(Content(_("process {pid} is here now:", pid=pid)))
-                lines += [Content("  " + line) for line in stack.splitlines()[:6]]
+            shown = list(stall.stacks.items())[:2]  # `devtune monitor RUN` prints every rank's whole stack
+            for pid, stack in shown:
+                lines.append(Content.styled(_("process {pid} is here now:", pid=pid), "bold"))
+                lines += [Content.styled("  " + line, "$text-muted" if line.startswith("Thread ") else "")
+                          for line in stack_lines(stack, frames=4 if len(shown) > 1 else 8)]
         self.add_class("-anomaly")
         self.update(Content("\n").join(lines))
         self.add_class("-visible")
