@@ -67,13 +67,13 @@ def test_fix_without_yes_says_what_waits(workspace, devtune_cli):
     assert doc["rows_in"] == doc["rows_out"] + doc["rows_rejected"] == 33
     assert set(doc["needs_yes"]) == {"non-string", "missing-keys"}  # rows rejected until --yes
     # and the rows written without a fix --yes makes (issue 21 #13: the summary left these out)
-    assert doc["not_applied"] == {"empty-output": {"rejected": 0, "kept": 1},
+    assert doc["not_applied"] == {"duplicate": {"rejected": 0, "kept": 1}, "empty-output": {"rejected": 0, "kept": 1},
                                   "missing-keys": {"rejected": 1, "kept": 0},
                                   "non-string": {"rejected": 1, "kept": 0}, "pii": {"rejected": 0, "kept": 1}}
     text = devtune_cli("data", "fix", "data/support_messy.jsonl", "-o", "out2.jsonl", cwd=root)
     assert text.returncode == 1
     assert "(rows moved to the rejects file): missing-keys (1), non-string (1)" in text.stdout
-    assert "(rows written without the fix): empty-output (1), pii (1)" in text.stdout
+    assert "(rows written without the fix): duplicate (1), empty-output (1), pii (1)" in text.stdout
     inplace = devtune_cli("data", "fix", "data/qa_pairs.json", "-o", "data/qa_pairs.json", "--force", cwd=root)
     assert inplace.returncode == 2 and "never writes in place" in inplace.stderr
 
