@@ -124,8 +124,12 @@ class DataSynth(VerticalScroll):
         layout: horizontal;
         height: 16;
     }
-    DataSynth.-wide #synth-review, DataSynth.-wide #synth-source {
-        width: 1fr;
+    DataSynth.-wide #synth-review {
+        width: 3fr;
+        height: 16;
+    }
+    DataSynth.-wide #synth-source {
+        width: 2fr;
         height: 16;
     }
     DataSynth #synth-edit {
