@@ -93,7 +93,7 @@ async def test_fix_and_register_are_previewed_first(ws):
         assert actions.query_one("#fix-output", Input).value == "data/support_clean.jsonl"
 
         await pilot.press("f")  # preview the fix: nothing is written
-        await wait_until(pilot, lambda: "Preview" in result() and "33 rows in → 28 written" in result())
+        await wait_until(pilot, lambda: "Preview" in result() and "33 rows in → 29 written" in result())
         assert not out.exists()
 
         actions.query_one("#fix-yes", Checkbox).value = True
@@ -175,7 +175,7 @@ async def test_a_steps_keys_work_wherever_the_focus_is(ws):
         assert isinstance(app.focused, RowPager)
         await pilot.press("f")
         result = lambda: str(screen.query_one(DataActions).query_one("#actions-result", Static).render())  # noqa: E731
-        await wait_until(pilot, lambda: "33 rows in → 28 written" in result())
+        await wait_until(pilot, lambda: "33 rows in → 29 written" in result())
         await pilot.pause(0.3)
         assert screen.query_one("#data-tabs", TabbedContent).active == "tab-actions"
         await pilot.press("v")  # and the next key too, from where the focus is now
