@@ -181,13 +181,13 @@ class Throughput:
     advice: tuple = ()
 
     @classmethod
-    def of(cls, snap, shape: RunShape | None) -> "Throughput":
+    def of(cls, snap, shape: RunShape | None) -> Throughput:
         """From a ProgressSnapshot's rates (a sliding window)."""
         return cls.from_rates(snap.tokens_per_s, snap.steps_per_s, shape)
 
     @classmethod
     def from_rates(cls, tokens_per_s: float | None, steps_per_s: float | None,
-                   shape: RunShape | None) -> "Throughput":
+                   shape: RunShape | None) -> Throughput:
         tokens_per_step = shape.tokens_per_step if shape else None
         rate = token_rate(tokens_per_s, steps_per_s, tokens_per_step)
         if shape is None or (shape.devices and shape.vendor is None):

@@ -64,6 +64,7 @@ def _record_json(ws, record) -> dict:
         "launcher": record.launcher,
         "job_id": record.job_id,
         "nodes": record.nodes,
+        "throughput": record.throughput,  # once it ended: tokens/s and MFU over the run
     }
 
 
