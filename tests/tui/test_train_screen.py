@@ -140,8 +140,13 @@ async def test_a_dpo_run_charts_its_rewards_over_its_steps(workspace, train_only
     d.mkdir(parents=True)
     for name in ("stdout.log", "stderr.log"):
         sh.copy(src / name, d / name)
+    from core.config.files import save_config
+    from core.config.presets import preset_spec
+
+    save_config(workspace, preset_spec("cpu-demo", ["dpo"]))  # a CPU run: MFU means nothing there, and says so
     write_record(d, RunRecord(id=d.name, argv=["llamafactory-cli", "train", "x.yaml"], cwd=str(workspace.root),
-                              output_dir="saves/dpo", status=RunStatus.FINISHED, exit_code=0, started=time.time()))
+                              config="configs/train.yaml", output_dir="saves/dpo", status=RunStatus.FINISHED,
+                              exit_code=0, started=time.time()))
     app = DevtuneApp(workspace, watch_terminal=False)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await opened(pilot, app)
@@ -154,3 +159,5 @@ async def test_a_dpo_run_charts_its_rewards_over_its_steps(workspace, train_only
         assert chart.series["rewards/accuracies"][1][-1] == 1.0
         text = "\n".join("".join(t for t, _ in row) for row in chart._rows())
         assert "chosen 4.58" in text and "accuracy 100%" in text and "100%" in text
+        progress = str(screen.query_one("#train-progress").render())
+        assert "tokens/s" in progress and "MFU not applicable (CPU run)" in progress, progress
