@@ -31,6 +31,7 @@ from tui.widgets.data_findings import DataFindings
 from tui.widgets.data_histogram import DataHistogram
 from tui.widgets.data_synth import DataSynth
 from tui.widgets.row_pager import RowPager
+from tui.widgets.titled import TitledSelect, titled
 
 AUTO_LINT_BYTES = 64 << 20  # bigger files are linted when asked (l)
 FIRST_PAGE = 60  # rows shown at once on opening; paging reads the rest through the index
@@ -98,8 +99,8 @@ class DataScreen(SynthHandlers, StepScreen):
                     yield RowPager(id="data-rows")
                     with Horizontal(id="data-prompt-bar"):
                         yield Static(_("the highlighted row as the template renders it"), id="data-prompt-title")
-                        yield Select([(t, t) for t in TEMPLATES], value="llama3", allow_blank=False,
-                                     id="data-template")
+                        yield titled(TitledSelect([(t, t) for t in TEMPLATES], value="llama3", allow_blank=False,
+                                                  id="data-template"), _("template"))
                     with VerticalScroll(id="data-prompt"):
                         yield Static("", id="data-prompt-text", markup=False)
                 with TabPane(_("Findings"), id="tab-findings"):
