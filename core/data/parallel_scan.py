@@ -60,6 +60,28 @@ def _start_method(requested: str | None) -> str:
     return "fork" if "fork" in methods and threading.active_count() == 1 else "spawn"
 
 
+def _start_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker (spawn needs it) with stderr on /dev/null when sys.stderr
+    has no real descriptor: the tracker passes sys.stderr.fileno() to its child, and a capture that answers
+    -1 (Textual's, in the wizard) made every lint in worker processes fail with "bad value(s) in
+    fds_to_keep"."""
+    import sys
+    from multiprocessing import resource_tracker
+
+    try:
+        if sys.stderr.fileno() >= 0:
+            return
+    except (AttributeError, OSError, ValueError):
+        return  # no fileno at all: the tracker skips it by itself
+    saved = sys.stderr
+    with open(os.devnull, "w") as devnull:
+        sys.stderr = devnull
+        try:
+            resource_tracker.ensure_running()
+        finally:
+            sys.stderr = saved
+
+
 def _scan_chunk(ctx: ScanContext, start: int, end: int) -> PartResult:
     return scan_jsonl_part(ctx, start, end, start != 0)
 
@@ -81,7 +103,10 @@ def run_parts(ctx: ScanContext, spans: list[tuple[int, int]], jobs: int, start_m
     size = spans[-1][1]
     found: dict[int, PartResult] = {}
     held = done = 0
-    context = multiprocessing.get_context(_start_method(start_method))
+    method = _start_method(start_method)
+    if method != "fork":
+        _start_resource_tracker()
+    context = multiprocessing.get_context(method)
     with ProcessPoolExecutor(workers_for(size, jobs), mp_context=context) as pool:
         futures = {pool.submit(_scan_chunk, ctx, a, b): n for n, (a, b) in enumerate(spans)}
         processes = list(getattr(pool, "_processes", {}).values())  # for the exit code of one that dies
