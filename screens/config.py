@@ -375,7 +375,7 @@ class ConfigScreen(StepScreen):
 
     @staticmethod
     def _check(job: Job, ws, spec: TrainSpec, config_path: str, found, catalog):
-        from core.config.lf_check import check_config, lf_findings
+        from core.config.full_check import check_config, lf_findings
 
         checked = check_config(ws, spec, config_path, found=found, catalog=catalog)
         return checked.preview, lf_findings(spec, checked.llamafactory, checked.preview.targets)
