@@ -155,3 +155,18 @@ async def test_a_held_out_set_is_wired_for_the_eval_loss_and_follows_the_dataset
         await wait_until(pilot, lambda: "eval_dataset" not in preview_text(screen, "yaml")
                          and "dataset: faq" in preview_text(screen, "yaml"))
         assert screen.query_one(FieldForm).values()["eval_dataset"] == ""
+
+
+async def test_f6_asks_llamafactorys_own_parser(demo_ws, config_only):
+    """F6 runs the real LLaMA-Factory argument check off the event loop and its verdict joins the findings
+    (the import behind it was once renamed without this key noticing)."""
+    app = DevtuneApp(demo_ws, watch_terminal=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await started(pilot, app)
+        await pilot.press("f6")
+        view = screen.query_one(FindingsView)
+        await wait_until(pilot, lambda: any("LLaMA-Factory" in message for _s, message, _f in view.items),
+                         timeout=240)
+        assert not screen.query_one("#step-error").has_class("-visible"), str(screen.query_one("#step-error").render())
+        verdicts = [message for _s, message, _f in view.items if "LLaMA-Factory" in message]
+        assert any("accepts the arguments" in m or "refuses the arguments" in m for m in verdicts), verdicts
