@@ -217,3 +217,27 @@ async def test_register_with_a_held_out_share_previews_the_split_then_writes_it(
         actions.query_one("#register-holdout", Input).value = "0.9"
         await pilot.press("g")
         await wait_until(pilot, lambda: "at most 0.5" in result())
+
+
+async def test_a_file_over_the_process_threshold_is_linted_by_worker_processes_from_the_screen(ws):
+    """A file big enough for `--jobs` lints in worker processes from inside the wizard too, where Textual's
+    capture of stderr has no file descriptor (multiprocessing's resource tracker once failed on it)."""
+    from core.data.parallel_scan import PROCESS_LINT_BYTES
+
+    row = {"instruction": "How long does a refund take for order {n}?", "input": "",
+           "output": "Refunds reach the original payment method within 3 to 5 business days. " * 3}
+    big = ws.data_dir / "big.jsonl"
+    with open(big, "w") as fh:
+        n = 0
+        while fh.tell() < PROCESS_LINT_BYTES + 1_000_000:
+            fh.write(json.dumps({**row, "instruction": row["instruction"].format(n=n)}) + "\n")
+            n += 1
+    app = DevtuneApp(ws, watch_terminal=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, DataScreen) and app.screen.is_mounted)
+        screen = app.screen
+        await open_in_tree(pilot, screen, big)
+        error = screen.query_one("#step-error")
+        await wait_until(pilot, lambda: screen.report is not None or error.has_class("-visible"), timeout=240)
+        assert not error.has_class("-visible"), text_of(screen, "#step-error")
+        assert screen.report.rows == n, screen.report.rows
