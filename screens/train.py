@@ -21,6 +21,7 @@ from screens.base import Job, StepScreen, UserError, step_binding
 from tui.widgets.diagnosis_box import DiagnosisBox
 from tui.widgets.gpu_panel import GpuPanel
 from tui.widgets.loss_chart import LossChart
+from tui.widgets.titled import TitledSelect, titled
 from tui.widgets.train_stage_chart import StageChart
 
 POLL_SECONDS = 1.0
@@ -63,7 +64,7 @@ class TrainScreen(StepScreen):
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="train-bar"):
-            yield Select([], prompt=_("no runs yet"), allow_blank=True, id="train-runs")
+            yield titled(TitledSelect([], prompt=_("no runs yet"), allow_blank=True, id="train-runs"), _("run"))
             yield Button(_("Start"), variant="primary", id="train-start")
             yield Button(_("Stop"), variant="error", id="train-stop")
             yield Button(_("Resume"), id="train-resume")

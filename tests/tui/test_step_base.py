@@ -294,8 +294,7 @@ def _visible_label(field) -> str:
 @pytest.mark.parametrize("step", ["data", "config", "train", "merge", "playground"])
 async def test_every_input_has_a_visible_label(workspace, step):
     """Every text field of each step says what it is (through a border title, or the Label of its Config
-    form row), so do the form's choices and checkboxes, and no checkbox reads as a CLI flag. The Train step
-    has no text field today: the test keeps it so."""
+    form row), so do the form's choices, every picker and checkboxes, and no checkbox reads as a CLI flag."""
     from tests.core.config_workspace import fake_model, register_dataset
     from tui.widgets.field_form import FieldForm
 
@@ -310,9 +309,8 @@ async def test_every_input_has_a_visible_label(workspace, step):
         forms = list(screen.query(FieldForm))
         for form in forms:
             fields += [w for w in form.query("Select, Checkbox") if w not in fields]
-        if step != "train":  # its run picker shows a bare value (left to its owner)
-            fields += [w for w in screen.query(Select) if w not in fields]
-        assert fields or step == "train", f"{step}: no field found"
+        fields += [w for w in screen.query(Select) if w not in fields]
+        assert fields, f"{step}: no field found"
         assert forms or step != "config", "the Config step's form is not there"
         for field in fields:
             assert _visible_label(field), f"{step}: #{field.id} says only its value"
