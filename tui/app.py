@@ -54,6 +54,7 @@ class DevtuneApp(App[int]):
         # The first frame is painted from a quick look at state.json (standard library only); the full
         # WizardState (pydantic) is loaded in a worker right after, then the step opens.
         self.state: WizardState | StatePeek = peek_state(ws.state_file)
+        self._wanted_step: str | None = None  # a step chosen before the state was read
         self._state_writer = None
         for step in step_registry.STEPS:
             self.add_mode(step.id, self._screen_factory(step.id))
@@ -112,9 +113,12 @@ class DevtuneApp(App[int]):
 
         self.state, self.state_problem = state, problem
         self._state_writer = StateWriter(self.ws, self._state_written, self._state_write_failed)
-        start = self._start_step()
+        wanted, self._wanted_step = self._wanted_step, None
+        start = wanted or self._start_step()
         if start:
             self.switch_mode(start)
+            if wanted and state.current_step != wanted:
+                self._update_state(lambda s: setattr(s, "current_step", wanted))
         if problem:
             self.notify(problem, severity="warning", timeout=10)
 
@@ -204,6 +208,9 @@ class DevtuneApp(App[int]):
     # navigation
     def action_goto_step(self, step_id: str) -> None:
         if step_registry.get_step(step_id) is None:
+            return
+        if not self.state_loaded:  # a key pressed on the splash: the step opens once the state is read
+            self._wanted_step = step_id
             return
         self.switch_mode(step_id)
         if self.state.current_step != step_id:

@@ -187,3 +187,21 @@ async def test_the_guide_line_says_what_was_found_and_what_is_next(workspace, tw
         await wait_until(pilot, lambda: app.current_mode == "second")
         app.screen.set_status("done", "all answered")
         await wait_until(pilot, lambda: "journey is complete" in str(app.screen.query_one(StepGuide).render()))
+
+
+async def test_a_step_key_pressed_on_the_splash_opens_that_step_once_the_state_is_read(workspace, two_steps,
+                                                                                       monkeypatch):
+    """A digit typed before the state is read does not open a step on the quick look at state.json (the
+    Playground once crashed on it: the look has no servers); the step opens once the state is there."""
+    from tui.splash import SplashScreen
+
+    read_state = DevtuneApp._load_state
+    monkeypatch.setattr(DevtuneApp, "_load_state", lambda self: None)  # the state read waits for the test
+    app = DevtuneApp(workspace, watch_terminal=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("2")
+        await pilot.pause()
+        assert isinstance(app.screen, SplashScreen) and not app.state_loaded
+        read_state(app)
+        await wait_until(pilot, lambda: app.current_mode == "second" and app.screen.query_one("#second-body"))
+        await wait_until(pilot, lambda: workspace.load_state().current_step == "second")
