@@ -170,7 +170,7 @@ class MergeScreen(StepScreen):
         ws = self.ws
 
         def fetch(job: Job):
-            from core.merge.export import export_progress
+            from core.merge.export_progress import export_progress
 
             return export_progress(ws, run_id), follower.new_lines()
 
@@ -194,7 +194,7 @@ class MergeScreen(StepScreen):
 
         record = refresh(run_dir(ws, run_id))
         if record.status is not RunStatus.FINISHED:
-            from core.merge.export import export_progress
+            from core.merge.export_progress import export_progress
 
             ended = export_progress(ws, run_id)  # read once more: a failed export's cause and fix
             raise UserError(_("the export failed: {error}", error=ended.failure_text() or record.note))
@@ -225,7 +225,7 @@ class MergeScreen(StepScreen):
     # ------------------------------------------------------------ showing
 
     def _progressed(self, value) -> None:
-        from core.merge.export import stage_label
+        from core.merge.export_progress import stage_label
 
         progress, lines = value
         self.query_one("#merge-progress", ProgressBar).update(progress=progress.fraction)
@@ -234,7 +234,7 @@ class MergeScreen(StepScreen):
             self.query_one("#merge-log", Log).write_lines([line[-300:] for line in lines])
 
     def _checking(self, message: str) -> None:
-        from core.merge.export import stage_label
+        from core.merge.export_progress import stage_label
 
         self.query_one("#merge-progress", ProgressBar).update(progress=1.0)
         self.query_one("#merge-stage", Label).update(f"{stage_label('check')}: {message[:100]}")

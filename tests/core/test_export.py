@@ -8,8 +8,9 @@ import psutil
 import pytest
 import yaml
 
-from core.merge.export import (MERGE_YAML, ExportError, find_train_run, merge_yaml_text, parse_export_log, plan_export,
+from core.merge.export import (MERGE_YAML, ExportError, find_train_run, merge_yaml_text, plan_export,
                          plan_of_export_run, start_export, write_merge_yaml)
+from core.merge.export_progress import parse_export_log
 from core.train.runs import ProcessRef, RunRecord, RunStatus, write_record
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "serve"
@@ -163,7 +164,7 @@ def test_a_failed_export_is_diagnosed_by_the_failure_rules(workspace, capsys):
     progress carries the rule's cause and fix, and `devtune diagnose` with no argument reads that export."""
     import shutil
 
-    from core.merge.export import export_progress
+    from core.merge.export_progress import export_progress
     from tui.cli import main
 
     logs = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "lf_export_adapter_missing"

@@ -104,9 +104,7 @@ async def test_no_server_and_bad_documents_are_said_in_the_view(workspace, tmp_p
     (workspace.root / "docs" / "scan.pdf").write_bytes(b"%PDF-1.4 nothing")
     app = DevtuneApp(workspace, watch_terminal=False)
     async with app.run_test(size=(140, 50)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, DataScreen) and app.screen.is_mounted)
-        screen = app.screen
-        await pilot.press("d")
+        screen = await _documents_view(pilot, app)
         view = screen.query_one(DataSynth)
         view.query_one("#synth-sources", Input).value = "docs"
         await pilot.click("#synth-generate")
@@ -114,6 +112,14 @@ async def test_no_server_and_bad_documents_are_said_in_the_view(workspace, tmp_p
         await pilot.click("#synth-chunks-button")
         await wait_until(pilot, lambda: "scan.pdf" in status(screen))
         assert "-error" in view.query_one("#synth-status").classes
+
+
+async def _documents_view(pilot, app) -> DataScreen:
+    """The Data step once open, with its "From documents" view chosen by its key (`d`)."""
+    await wait_until(pilot, lambda: isinstance(app.screen, DataScreen) and app.screen.is_mounted)
+    screen = app.screen
+    await pilot.press("d")
+    return screen
 
 
 async def _generate(pilot, screen, sources: str, output: str = "data/docs_qa.jsonl", **fields):
@@ -133,9 +139,7 @@ async def test_a_review_survives_quitting_and_comes_back_with_the_pairs(served):
     ws, server = served
     app = DevtuneApp(ws, watch_terminal=False)
     async with app.run_test(size=(140, 50)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, DataScreen) and app.screen.is_mounted)
-        screen = app.screen
-        await pilot.press("d")
+        screen = await _documents_view(pilot, app)
         view = await _generate(pilot, screen, "docs/policy.md docs/warranty.docx")
         review = view.query_one(ReviewTable)
         review.focus()
@@ -152,9 +156,7 @@ async def test_a_review_survives_quitting_and_comes_back_with_the_pairs(served):
     # the wizard quit (or the SSH session dropped); a new one generates the same documents again
     app = DevtuneApp(ws, watch_terminal=False)
     async with app.run_test(size=(140, 50)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, DataScreen) and app.screen.is_mounted)
-        screen = app.screen
-        await pilot.press("d")
+        screen = await _documents_view(pilot, app)
         await _generate(pilot, screen, "docs/policy.md docs/warranty.docx")
         assert server.requests == sent, "every reply came from the journal"
         assert [(c.key, c.decision, c.pair.question) for c in screen.synth.candidates[:3]] == first
@@ -175,9 +177,7 @@ async def test_write_during_a_running_generate_refuses_instead_of_writing_the_la
     ws, server = served
     app = DevtuneApp(ws, watch_terminal=False)
     async with app.run_test(size=(140, 50)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, DataScreen) and app.screen.is_mounted)
-        screen = app.screen
-        await pilot.press("d")
+        screen = await _documents_view(pilot, app)
         view = await _generate(pilot, screen, "docs/policy.md", concurrency="1")
         previous = screen.synth
         server.delay = 0.3
@@ -201,9 +201,7 @@ async def test_the_run_settings_are_checked_and_reach_the_filters(served):
     ws, server = served
     app = DevtuneApp(ws, watch_terminal=False)
     async with app.run_test(size=(140, 50)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, DataScreen) and app.screen.is_mounted)
-        screen = app.screen
-        await pilot.press("d")
+        screen = await _documents_view(pilot, app)
         view = screen.query_one(DataSynth)
         await wait_until(pilot, lambda: view.query_one("#synth-server").value == "fake-1")
         view.query_one("#synth-sources", Input).value = "docs/policy.md"
@@ -220,9 +218,7 @@ async def test_an_unreadable_document_in_the_folder_is_listed_not_fatal(served):
     (ws.root / "docs" / "broken.docx").write_bytes(b"not a zip")
     app = DevtuneApp(ws, watch_terminal=False)
     async with app.run_test(size=(140, 50)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, DataScreen) and app.screen.is_mounted)
-        screen = app.screen
-        await pilot.press("d")
+        screen = await _documents_view(pilot, app)
         view = screen.query_one(DataSynth)
         view.query_one("#synth-sources", Input).value = "docs"
         await pilot.click("#synth-chunks-button")
@@ -235,9 +231,7 @@ async def test_the_server_list_is_read_again_when_the_step_is_shown_again(served
     ws, server = served
     app = DevtuneApp(ws, watch_terminal=False)
     async with app.run_test(size=(140, 50)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, DataScreen) and app.screen.is_mounted)
-        screen = app.screen
-        await pilot.press("d")
+        screen = await _documents_view(pilot, app)
         select = screen.query_one("#synth-server")
         await wait_until(pilot, lambda: select.value == "fake-1")
         record = json.loads((ws.servers_dir / "fake-1" / "server.json").read_text())

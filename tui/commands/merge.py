@@ -65,7 +65,8 @@ def _report_json(report) -> dict:
 
 
 def run_merge(args) -> int:
-    from core.merge.export import ExportError, plan_export, stage_label, start_export, wait_export
+    from core.merge.export import ExportError, plan_export, start_export
+    from core.merge.export_progress import stage_label, wait_export
     from core.merge.export_check import check_export
     from core.train.runs import RunError, RunStatus
 
@@ -100,7 +101,7 @@ def run_merge(args) -> int:
               id=record.id, dir=plan.export_dir))
         return 130
     if final.status is not RunStatus.FINISHED:
-        from core.merge.export import export_progress
+        from core.merge.export_progress import export_progress
 
         progress = export_progress(ws, record.id)
         problem = progress.error or final.note
