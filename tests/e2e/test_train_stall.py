@@ -96,7 +96,7 @@ def test_a_frozen_rank_is_a_stall_with_the_other_ranks_stack_and_tokens_per_s_is
         assert stall["kind"] == "no-step" and stall["step"] >= 5, stall
         assert set(stall["stacks"]) == {str(p) for p in ranks}  # each rank, neither torchrun nor a launcher
         waiting = main_thread(stall["stacks"][str(by_rank["0"])])
-        assert any(frame in waiting for frame in COLLECTIVE_FRAMES) and "training_step" in waiting, waiting
+        assert any(frame in waiting for frame in COLLECTIVE_FRAMES) and "_inner_training_loop" in waiting, waiting
         assert f"process {frozen} is stopped" in stall["stacks"][str(frozen)]  # and why it answers no more
         lines = "\n".join(monitor_report(update).anomaly_lines())
         assert "stalled" in lines and f"process {by_rank['0']} is here now" in lines
