@@ -1,7 +1,8 @@
-"""The wizard's steps, in order. A step is listed here when its screen has landed.
+"""Which screen draws each of the wizard's steps (the steps themselves, their titles and blurbs, are
+core.workspace.steps). A step is listed here when its screen has landed.
 
-Screens are imported lazily (by dotted path) so the wizard's first paint loads only the step
-the person is on. Titles and blurbs are translated when this module is imported (after --lang).
+Screens are imported lazily (by dotted path) so the wizard's first paint loads only the step the person
+is on. The app takes this list when it is built (`DevtuneApp(steps=...)`) and widgets read the app's.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
-from core.i18n import _
+from core.workspace import steps as core_steps
 
 
 @dataclass(frozen=True)
@@ -24,29 +25,21 @@ class StepInfo:
         return getattr(importlib.import_module(module), cls)
 
 
-STEPS: tuple[StepInfo, ...] = (
-    StepInfo("data", _("Data"), "screens.data:DataScreen",
-             _("preview, lint, fix, convert and register a dataset for LLaMA-Factory, with token-length stats")),
-    StepInfo("doctor", _("Doctor"), "screens.doctor:DoctorScreen",
-             _("every environment check (groups, driver, ROCm, torch build, libraries, vLLM, disk) with the "
-               "exact fix")),
-    StepInfo("config", _("Config"), "screens.config:ConfigScreen",
-             _("LoRA / QLoRA / full, template, DeepSpeed, GPUs and nodes: the YAML, JSON and command, with a "
-               "memory fit")),
-    StepInfo("train", _("Train"), "screens.train:TrainScreen",
-             _("a detached run that survives SSH drops: live loss chart, GPU panels, diagnosis, stop and resume")),
-    StepInfo("merge", _("Merge"), "screens.merge:MergeScreen",
-             _("llamafactory-cli export with progress; the merged folder checked (weights, tokenizer, chat "
-               "template)")),
-    StepInfo("playground", _("Playground"), "screens.playground:PlaygroundScreen",
-             _("a vLLM server for the merged model, streaming chat with TTFT and tokens/s, and the closed-loop "
-               "check")),
-)
+SCREENS = {
+    "data": "screens.data:DataScreen",
+    "doctor": "screens.doctor:DoctorScreen",
+    "config": "screens.config:ConfigScreen",
+    "train": "screens.train:TrainScreen",
+    "merge": "screens.merge:MergeScreen",
+    "playground": "screens.playground:PlaygroundScreen",
+}
+
+STEPS: tuple[StepInfo, ...] = tuple(
+    StepInfo(step.id, step.title, SCREENS[step.id], step.blurb) for step in core_steps.STEPS)
 
 
 def step_ids() -> tuple[str, ...]:
     return tuple(s.id for s in STEPS)
-
 
 
 def get_step(step_id: str) -> StepInfo | None:

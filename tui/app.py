@@ -44,8 +44,10 @@ class DevtuneApp(App[int]):
                 tooltip=_("Open the command palette: every action of this step"), id="app.palette"),
     ]
 
-    def __init__(self, ws: Workspace, *, watch_terminal: bool = True) -> None:
+    def __init__(self, ws: Workspace, *, watch_terminal: bool = True, steps=None) -> None:
         super().__init__()
+        # the steps this wizard shows and the screen of each (widgets read them here, not from screens/)
+        self.steps = tuple(step_registry.STEPS if steps is None else steps)
         # Slow SSH links: no animations, and no blinking cursor (each blink is a screen update).
         self.animation_level = "none"
         self.ws = ws
@@ -56,7 +58,7 @@ class DevtuneApp(App[int]):
         self.state: WizardState | StatePeek = peek_state(ws.state_file)
         self._wanted_step: str | None = None  # a step chosen before the state was read
         self._state_writer = None
-        for step in step_registry.STEPS:
+        for step in self.steps:
             self.add_mode(step.id, self._screen_factory(step.id))
         theme = os.environ.get("DEVTUNE_THEME") or self.state.settings.get("theme")
         self._initial_theme = THEME_ALIASES.get(theme or "", theme)
@@ -67,7 +69,7 @@ class DevtuneApp(App[int]):
         return SplashScreen(self._start_step())
 
     def _start_step(self) -> str | None:
-        ids = step_registry.step_ids()
+        ids = self.step_ids()
         if not ids:
             return None
         return self.state.current_step if self.state.current_step in ids else ids[0]
@@ -76,10 +78,15 @@ class DevtuneApp(App[int]):
     def state_loaded(self) -> bool:
         return self._state_writer is not None
 
-    @staticmethod
-    def _screen_factory(step_id: str) -> Callable[[], Screen]:
+    def step_ids(self) -> tuple[str, ...]:
+        return tuple(s.id for s in self.steps)
+
+    def get_step(self, step_id: str):
+        return next((s for s in self.steps if s.id == step_id), None)
+
+    def _screen_factory(self, step_id: str) -> Callable[[], Screen]:
         def make() -> Screen:
-            return step_registry.get_step(step_id).load()()
+            return self.get_step(step_id).load()()
 
         return make
 
@@ -207,7 +214,7 @@ class DevtuneApp(App[int]):
 
     # navigation
     def action_goto_step(self, step_id: str) -> None:
-        if step_registry.get_step(step_id) is None:
+        if self.get_step(step_id) is None:
             return
         if not self.state_loaded:  # a key pressed on the splash: the step opens once the state is read
             self._wanted_step = step_id
@@ -217,12 +224,12 @@ class DevtuneApp(App[int]):
             self._update_state(lambda s: setattr(s, "current_step", step_id))
 
     def action_goto_step_number(self, number: int) -> None:
-        steps = step_registry.STEPS
+        steps = self.steps
         if 1 <= number <= len(steps):
             self.action_goto_step(steps[number - 1].id)
 
     def _move(self, delta: int) -> None:
-        ids = step_registry.step_ids()
+        ids = self.step_ids()
         if not ids:
             return
         here = ids.index(self.current_mode) if self.current_mode in ids else 0
@@ -262,7 +269,7 @@ class DevtuneApp(App[int]):
         from tui.help import key_label
 
         yield from super().get_system_commands(screen)
-        for n, step in enumerate(step_registry.STEPS, 1):
+        for n, step in enumerate(self.steps, 1):
             yield SystemCommand(_("Go to step {n}: {title}", n=n, title=step.title), step.blurb,
                                 lambda sid=step.id: self.action_goto_step(sid))
         yield SystemCommand(_("Help: keys"), _("Show every key binding"), self.action_help)

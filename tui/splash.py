@@ -22,9 +22,7 @@ class SplashScreen(Screen):
         self.step_id = step_id
 
     def compose(self) -> ComposeResult:
-        from screens import steps as step_registry
-
-        step = step_registry.get_step(self.step_id) if self.step_id else None
+        step = self.app.get_step(self.step_id) if self.step_id else None
         yield Stepper(self.step_id or "", id="stepper")
         if step is not None:
             yield StepGuide(step.id, id="step-guide")

@@ -20,7 +20,7 @@ from core.files.atomic import write_atomic
 from core.i18n import LOCALES_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCE_DIRS = ("core", "tui", "screens")
+SOURCE_DIRS = ("core", "cli", "tui", "screens")
 
 
 def extract_keys(root: Path = ROOT) -> dict[str, str]:

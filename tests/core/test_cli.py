@@ -1,6 +1,6 @@
 import json
 
-from tui.cli import _split_workspace_positional, build_parser
+from cli.main import _split_workspace_positional, build_parser
 
 
 def test_version_and_help(devtune_cli):
@@ -24,7 +24,7 @@ def test_a_wrong_flag_is_reported_with_its_commands_usage():
 
     import pytest
 
-    from tui.cli import main
+    from cli.main import main
 
     err = io.StringIO()
     with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as exit_:

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from tui.cli import main
+from cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "data"
-DATA_SOURCES = ("core/data/", "tui/commands/data.py", "tui/commands/data_synth.py")
+DATA_SOURCES = ("core/data/", "cli/commands/data.py", "cli/commands/data_synth.py")
 PLURALS = ("rows|lines|errors|warnings|findings|duplicates|conflicts|characters|chunks|documents|pairs|requests|"
            "retries|tokens|pages|files|cells|turns|units|objects|models|times|steps|fixes|questions|placeholders")
 # a count placeholder, maybe an adjective ("lint"), then a plural noun; "tokens/s" is a unit
@@ -51,7 +51,7 @@ def _say(capsys, *argv: str) -> tuple[int, str]:
 def _plain_messages() -> dict[str, str]:
     """{message: where} of every `_()` (not `_n`) call in the data commands' sources."""
     found = {}
-    for folder in ("core", "tui"):
+    for folder in ("core", "cli", "tui"):
         for path in sorted((ROOT / folder).rglob("*.py")):
             where = str(path.relative_to(ROOT))
             if not where.startswith(DATA_SOURCES):

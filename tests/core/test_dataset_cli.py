@@ -116,7 +116,7 @@ def test_one_input_one_answer_for_every_data_command(workspace, capsys):
 
     import pytest
 
-    from tui.cli import main
+    from cli.main import main
 
     root = workspace.root
     (root / "binary.jsonl").write_bytes(open("/bin/ls", "rb").read()[:4096])

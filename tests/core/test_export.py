@@ -165,7 +165,7 @@ def test_a_failed_export_is_diagnosed_by_the_failure_rules(workspace, capsys):
     import shutil
 
     from core.merge.export_progress import export_progress
-    from tui.cli import main
+    from cli.main import main
 
     logs = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "lf_export_adapter_missing"
     run_id = make_run(workspace, "20260101-000010-export-x", kind="export", status=RunStatus.FAILED)

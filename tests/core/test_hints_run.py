@@ -17,7 +17,7 @@ import pytest
 from core.train.runs import RunStatus
 from tests.core.config_workspace import fake_model, register_dataset
 from tests.recorded_runs import place_recorded_run
-from tui.cli import build_parser, main
+from cli.main import build_parser, main
 
 BACKTICKED = re.compile(r"`(devtune [^`]+)`")
 BARE = re.compile(r"(?<![\w`/-])(devtune [a-z][\w-]*(?: (?! )[^\s`'\"）)，。；;]+)*)")

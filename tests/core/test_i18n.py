@@ -128,13 +128,13 @@ def test_set_language(monkeypatch):
     (["chat", "--", "--lang", "zh"], None),
 ])
 def test_lang_is_found_in_argv_before_the_parser_is_built(argv, expected):
-    from tui.cli import lang_from_argv
+    from cli.main import lang_from_argv
 
     assert lang_from_argv(argv) == expected
 
 
 def test_main_sets_the_language_before_building_the_parser(monkeypatch):
-    import tui.cli
+    import cli.main
 
     seen = []
     monkeypatch.setenv("DEVTUNE_LANG", "en")
@@ -143,10 +143,10 @@ def test_main_sets_the_language_before_building_the_parser(monkeypatch):
         seen.append(i18n.current_language())
         raise SystemExit(0)
 
-    monkeypatch.setattr(tui.cli, "build_parser", build_parser)
-    monkeypatch.setattr(tui.cli, "_localize_argparse", lambda: None)
+    monkeypatch.setattr(cli.main, "build_parser", build_parser)
+    monkeypatch.setattr(cli.main, "_localize_argparse", lambda: None)
     with pytest.raises(SystemExit):
-        tui.cli.main(["doctor", "--lang", "zh", "--help"])
+        cli.main.main(["doctor", "--lang", "zh", "--help"])
     assert seen == ["zh"]
 
 
@@ -195,8 +195,8 @@ def _translated_at_import(path: Path) -> list[int]:
 
 
 def test_cli_modules_translate_nothing_at_import():
-    """tui/cli.py imports these before it reads --lang: their texts must be built in register()."""
-    paths = [ROOT / "tui" / "cli.py", ROOT / "core" / "i18n" / "__init__.py", *sorted((ROOT / "tui" / "commands").glob("*.py"))]
+    """cli/main.py imports these before it reads --lang: their texts must be built in register()."""
+    paths = [ROOT / "cli" / "main.py", ROOT / "core" / "i18n" / "__init__.py", *sorted((ROOT / "cli" / "commands").glob("*.py"))]
     found = {str(p.relative_to(ROOT)): _translated_at_import(p) for p in paths}
     assert not {k: v for k, v in found.items() if v}
 

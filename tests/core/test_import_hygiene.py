@@ -33,7 +33,7 @@ def test_core_never_loads_the_ui_or_heavy_libraries_at_import(run_python, module
 
 
 def test_help_loads_no_ui_and_no_heavy_library(run_python):
-    statement = ("import contextlib, io\nfrom tui.cli import main\n"
+    statement = ("import contextlib, io\nfrom cli.main import main\n"
                  "with contextlib.redirect_stdout(io.StringIO()):\n"
                  "    try:\n        main(['--help'])\n    except SystemExit:\n        pass")
     leaked = _leaked(run_python, statement, UI + HEAVY + ("pydantic", "httpx", "yaml"))
@@ -41,11 +41,11 @@ def test_help_loads_no_ui_and_no_heavy_library(run_python):
 
 
 def test_every_subcommand_help_is_light(run_python, devtune_cli):
-    from tui.cli import build_parser
+    from cli.main import build_parser
 
     _, names = build_parser()
     for name in sorted(names):
-        statement = ("import contextlib, io\nfrom tui.cli import main\n"
+        statement = ("import contextlib, io\nfrom cli.main import main\n"
                      "with contextlib.redirect_stdout(io.StringIO()):\n"
                      f"    try:\n        main([{name!r}, '--help'])\n    except SystemExit:\n        pass")
         leaked = _leaked(run_python, statement, UI + HEAVY)

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCE_DIRS = ("core", "tui", "screens", "bench", "tests")
+SOURCE_DIRS = ("core", "cli", "tui", "screens", "bench", "tests")
 SHELL_CALLS = {("os", "system"), ("os", "popen"), ("subprocess", "getoutput"), ("subprocess", "getstatusoutput")}
 
 

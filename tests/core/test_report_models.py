@@ -11,7 +11,7 @@ import pytest
 from core.train.runs import RunStatus
 from tests.core.config_workspace import fake_model, register_dataset
 from tests.recorded_runs import place_recorded_run
-from tui.cli import main
+from cli.main import main
 
 RECORDED = [("lf_normal", RunStatus.FINISHED, 0), ("lf_nan_loss", RunStatus.FINISHED, 0),
             ("lf_loss_zero", RunStatus.STOPPED, 0), ("lf_unknown_template", RunStatus.FAILED, 1),

@@ -181,7 +181,7 @@ def test_serve_json_says_on_stderr_what_it_waits_for(workspace, tmp_path, replay
     """Issue 21: `serve --json` was silent for the minute vLLM loads. stdout holds only the JSON; the
     server's log and the wait go to stderr, as in text mode."""
     import core.serve.plan as plan_module
-    from tui.cli import main
+    from cli.main import main
 
     replay_backend += ["--ready-after", "2.5"]
     monkeypatch.setattr(plan_module, "plan_server", lambda ws, model, **kw: (opts(tmp_path), []))

@@ -12,7 +12,7 @@ from pathlib import Path
 from core.train.runs import RunStatus, find_run, refresh, run_dir, start_run
 from tests import processes
 from tests.recorded_runs import LOGS, place_recorded_run
-from tui.cli import main
+from cli.main import main
 
 
 def cli(capsys, *argv: str) -> tuple[int, str, str]:

@@ -10,7 +10,7 @@ import shutil
 from core.train.runs import RunStatus
 from tests.core.config_workspace import fake_model, register_dataset
 from tests.recorded_runs import place_recorded_run
-from tui.cli import main
+from cli.main import main
 
 
 def cli(capsys, *argv: str) -> tuple[int, str, str]:

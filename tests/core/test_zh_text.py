@@ -15,7 +15,7 @@ from core.i18n.catalog_keys import extract_keys, load
 from core.train.runs import RunStatus
 from tests.core.config_workspace import fake_model, register_dataset
 from tests.recorded_runs import place_recorded_run
-from tui.cli import main
+from cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "data"

@@ -31,17 +31,16 @@ class StepGuide(Static):
         self.refresh_guide()
 
     def refresh_guide(self) -> None:
-        from screens import steps as step_registry
-
         state = getattr(self.app, "state", None)
         if state is None:
             return
         record = state.step(self.step_id)
         status = record.status.value
-        ids = step_registry.step_ids()
+        steps = getattr(self.app, "steps", ())
+        ids = tuple(s.id for s in steps)
         if status == "done":
             here = ids.index(self.step_id) if self.step_id in ids else -1
-            nxt = step_registry.STEPS[here + 1] if 0 <= here < len(ids) - 1 else None
+            nxt = steps[here + 1] if 0 <= here < len(ids) - 1 else None
             head = Content.styled("✓ " + (record.summary or _("done")), "$success")
             if nxt is None:
                 tail = Content("  " + _("— the journey is complete: your model answers from its training data."))

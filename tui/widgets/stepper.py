@@ -32,9 +32,7 @@ class Stepper(Static):
         self.refresh_steps()
 
     def refresh_steps(self) -> None:
-        from screens import steps as step_registry
-
-        STEPS = step_registry.STEPS
+        STEPS = getattr(self.app, "steps", ())
 
         state = getattr(self.app, "state", None)
         parts: list[Content] = []

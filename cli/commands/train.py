@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from core.i18n import _
-from tui.commands.output import emit_json, err, workspace
+from cli.commands.output import emit_json, err, workspace
 
 
 def register(sub, add_common) -> list[str]:
@@ -148,14 +148,14 @@ def _started(ws, record, detach: bool) -> int:
     if detach:
         print("  " + _("follow it: devtune monitor {id} --follow    stop it: devtune stop {id}", id=record.id))
         return 0
-    from tui.commands.follow import follow_run
+    from cli.commands.follow import follow_run
 
     return follow_run(ws, record.id, as_json=False, until_end=True, exit_with_outcome=True)
 
 
 def run_monitor(args) -> int:
     from core.train.runs import RunError, find_run
-    from tui.commands.follow import follow_run
+    from cli.commands.follow import follow_run
 
     ws = workspace(args)
     try:

@@ -1,6 +1,6 @@
 """`devtune data register FILE --name N --holdout F [--seed S]`: register FILE split into a train part (`N`)
 and a held-out part (`N_eval`), written beside it (core.data.holdout_files). Without --holdout, register
-is tui/commands/data.py's run_register, unchanged.
+is cli/commands/data.py's run_register, unchanged.
 
 Exit codes as register's: 0 registered, 1 refused (lint errors, a name or a part's file taken, a split that
 cannot be made without leaking or below the minimums), 2 a bad --holdout or unreadable input.
@@ -9,7 +9,7 @@ cannot be made without leaking or below the minimums), 2 a bad --holdout or unre
 from __future__ import annotations
 
 from core.i18n import _
-from tui.commands.output import emit_json, err
+from cli.commands.output import emit_json, err
 
 
 def add_holdout_arguments(reg) -> None:

@@ -1,7 +1,7 @@
 """The `devtune` command: the wizard, and one headless subcommand per step.
 
 Start-up is kept light on purpose: this module imports only argparse (and core.i18n, which needs
-only json and os), and each step's commands (`tui/commands/<step>.py`) register their arguments
+only json and os), and each step's commands (`cli/commands/<step>.py`) register their arguments
 with argparse alone. Their handlers import core services (and those import torch & co. only where
 needed) when they run.
 
@@ -19,7 +19,7 @@ import os
 import sys
 
 from core.i18n import LANGUAGES, _, current_language
-from tui.commands import COMMAND_MODULES
+from cli.commands import COMMAND_MODULES
 
 VERSION = "0.1.0"
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
@@ -52,7 +52,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, set[str]]:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     names: set[str] = set()
     for module_name in COMMAND_MODULES:
-        module = importlib.import_module(f"tui.commands.{module_name}")
+        module = importlib.import_module(f"cli.commands.{module_name}")
         names |= set(module.register(sub, add_common))
     parser.commands = sub.choices  # name -> its parser: a wrong flag is reported with that command's usage
     return parser, names
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["DEVTUNE_LANG"] = args.lang
     handler = getattr(args, "handler", None)
     if handler is None:
-        from tui.commands.wizard import run_wizard
+        from cli.commands.wizard import run_wizard
 
         handler = run_wizard
     try:

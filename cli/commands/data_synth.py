@@ -7,8 +7,7 @@ import sys
 import time
 
 from core.i18n import _
-from tui.commands.data import _path
-from tui.commands.output import emit_json, err
+from cli.commands.output import emit_json, err, given_path as _path
 
 
 def synth_parser(dsub, add_common) -> None:
@@ -81,7 +80,7 @@ class _SynthProgress:
 def _sources(args) -> list:
     from pathlib import Path
 
-    from tui.commands.output import workspace
+    from cli.commands.output import workspace
 
     out = []
     for src in args.sources:
@@ -99,7 +98,7 @@ def run_synth(args) -> int:
     from core.data.synth.pipeline import plan_chunks, resolve_endpoint, skipped_lines, synthesize
     from core.data.synth.prompts import PromptError, workspace_prompts
     from core.files.atomic import FileExistsRefused
-    from tui.commands.output import workspace
+    from cli.commands.output import workspace
 
     for name in ("concurrency", "reply_tokens", "questions"):
         if getattr(args, name) < 1:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 from core.i18n import _, _n
-from tui.commands.output import emit_json, err
+from cli.commands.output import emit_json, err
 
 
 def register(sub, add_common) -> list[str]:
@@ -58,7 +58,7 @@ def _run_to_diagnose(args):
     from pathlib import Path
 
     from core.train.runs import RunError, RunStatus, find_run, list_runs
-    from tui.commands.output import workspace
+    from cli.commands.output import workspace
 
     ws = workspace(args)
     if not args.logs:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from core.i18n import _
-from tui.commands.output import emit_json, err, workspace
+from cli.commands.output import emit_json, err, workspace
 
 
 def register(sub, add_common) -> list[str]:

@@ -6,7 +6,7 @@ import os
 import sys
 
 from core.i18n import _
-from tui.commands.output import err, workspace
+from cli.commands.output import err, workspace
 
 
 def run_wizard(args) -> int:

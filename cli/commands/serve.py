@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from core.i18n import _
-from tui.commands.output import emit_json, err, workspace
+from cli.commands.output import emit_json, err, workspace
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 
@@ -130,7 +130,7 @@ def run_serve(args) -> int:
         if args.json:
             emit_json(record.summary())
         return EXIT_OK
-    from tui.commands.output import StderrProgress
+    from cli.commands.output import StderrProgress
 
     # The server's own log is its progress (vLLM loads for a minute): relayed whole, --json or not.
     progress = StderrProgress(_("waiting for server {id} to answer", id=record.id), every=10.0)

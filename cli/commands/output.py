@@ -30,6 +30,18 @@ def err(msg: str) -> None:
     print(f"devtune: {msg}", file=sys.stderr)
 
 
+def given_path(args, name: str = "file"):
+    """A path as given (relative to the current folder), else relative to the workspace."""
+    from pathlib import Path
+
+    p = Path(getattr(args, name)).expanduser()
+    if not p.is_absolute() and not p.exists() and getattr(args, "workspace", None):
+        candidate = workspace(args).abs(p)
+        if candidate.exists() or name != "file":
+            return candidate
+    return p
+
+
 def workspace(args):
     from core.workspace.layout import Workspace
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from core.i18n import _
-from tui.commands.output import err
+from cli.commands.output import err
 
 
 def register(sub, add_common) -> list[str]:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import sys
 
 from core.i18n import _
-from tui.commands.output import emit_json, err
+from cli.commands.output import emit_json, err
+from cli.commands.output import given_path as _path
 
 MAX_LISTED = 200
 
@@ -70,7 +71,7 @@ def register(sub, add_common) -> list[str]:
     reg.add_argument("--force", action="store_true",
                      help=_("register despite lint errors, or re-point a name registered for another file"))
     reg.add_argument("--json", action="store_true", help=_("print the result as JSON"))
-    from tui.commands.data_holdout import add_holdout_arguments
+    from cli.commands.data_holdout import add_holdout_arguments
 
     add_holdout_arguments(reg)
     reg.set_defaults(handler=run_register)
@@ -80,7 +81,7 @@ def register(sub, add_common) -> list[str]:
     stats.add_argument("file", metavar="FILE")
     _scan_options(stats)
     stats.set_defaults(handler=run_stats)
-    from tui.commands.data_synth import synth_parser
+    from cli.commands.data_synth import synth_parser
 
     synth_parser(dsub, add_common)
     return ["data"]
@@ -99,19 +100,6 @@ def _scan_options(p) -> None:
 
 # ------------------------------------------------------------------ helpers
 
-def _path(args, name: str = "file"):
-    """A path as given (relative to the current folder), else relative to the workspace."""
-    from pathlib import Path
-
-    p = Path(getattr(args, name)).expanduser()
-    if not p.is_absolute() and not p.exists() and getattr(args, "workspace", None):
-        from tui.commands.output import workspace
-
-        candidate = workspace(args).abs(p)
-        if candidate.exists() or name != "file":
-            return candidate
-    return p
-
 
 def _jobs(n: int, size: int) -> int:
     from core.data.parallel_scan import jobs_for
@@ -121,7 +109,7 @@ def _jobs(n: int, size: int) -> int:
 
 def _lint(args, path):
     from core.data.lint import LintOptions, lint_file
-    from tui.commands.data_progress import LintProgressBar
+    from cli.commands.data_progress import LintProgressBar
 
     size = path.stat().st_size
     progress = LintProgressBar(size)
@@ -247,7 +235,7 @@ def _lint_registry(args, path) -> int:
 def _save_registered_summary(args, path, report) -> None:
     """A lint of a registered dataset refreshes its summary for the later steps."""
     from core.data.register import refresh_summary
-    from tui.commands.output import workspace
+    from cli.commands.output import workspace
 
     ws = workspace(args)
     try:
@@ -319,7 +307,7 @@ def run_convert(args) -> int:
 def run_register(args) -> int:
     from core.data.register import RegisterError, RegisterRefused, register_dataset
     from core.i18n import _
-    from tui.commands.output import workspace
+    from cli.commands.output import workspace
 
     ws = workspace(args)
     path = _path(args)
@@ -328,7 +316,7 @@ def run_register(args) -> int:
     if refused is not None:
         return refused
     if args.holdout is not None:
-        from tui.commands.data_holdout import run_register_holdout
+        from cli.commands.data_holdout import run_register_holdout
 
         return run_register_holdout(args, ws, path, ddir)
     try:

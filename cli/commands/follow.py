@@ -10,7 +10,7 @@ import sys
 import time
 
 from core.i18n import _
-from tui.commands.output import emit_json_line
+from cli.commands.output import emit_json_line
 
 
 def follow_run(ws, run_id: str, *, as_json: bool, until_end: bool, exit_with_outcome: bool,

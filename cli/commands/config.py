@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 
 from core.i18n import _, _n
-from tui.commands.output import emit_json, err, workspace
+from cli.commands.output import emit_json, err, workspace
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 
