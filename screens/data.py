@@ -353,10 +353,7 @@ class DataScreen(SynthHandlers, StepScreen):
         if done.error or not req.write:
             return
         if req.action == "register":
-            res = done.result
-            self.app.remember(dataset_file=self.ws.rel(self.path), dataset_name=res.name)
-            self.set_status("done", _("dataset {name}: {rows} rows, {e} errors, {w} warnings", name=res.name,
-                                      rows=res.report.rows, e=res.report.errors, w=res.report.warnings))
+            self.app.apply_change(done.result.state_change(self.ws.rel(self.path)))
         else:
             self.query_one(DataFileTree).reload()
             written = Path(done.result.output)

@@ -163,6 +163,11 @@ class DevtuneApp(App[int]):
     def set_step_status(self, step_id: str, status: str, summary: str = "") -> None:
         self._update_state(lambda s: s.set_step(step_id, StepStatus(status), summary))
 
+    def apply_change(self, change) -> None:
+        """A core action's StateChange (core.workspace.changes), applied as the CLI applies it."""
+        if change:
+            self._update_state(change.apply)
+
     def remember(self, **fields) -> None:
         """Store chosen things (dataset_file=..., config_file=...) in the workspace state."""
 

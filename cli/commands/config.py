@@ -121,12 +121,10 @@ def _overrides(args, spec):
         update["dataset"] = [d.strip() for d in args.dataset.split(",") if d.strip()]
     if args.method:
         update["finetuning_type"] = args.method
-        if args.method == "qlora":
-            update["quantization_bit"] = spec.quantization_bit or 4
     if args.zero:
-        update.update(zero_stage=None if args.zero == "none" else int(args.zero), deepspeed=None)
+        update["zero_stage"] = None if args.zero == "none" else int(args.zero)
     if args.offload is not None:
-        update.update(offload=bool(args.offload), deepspeed=None)
+        update["offload"] = bool(args.offload)
     for key, arg in (("gpus_per_node", args.gpus), ("nnodes", args.nodes), ("master_addr", args.master_addr),
                      ("master_port", args.master_port), ("gpu_model", args.gpu_model),
                      ("launcher", args.launcher), ("partition", args.partition), ("account", args.account),
@@ -138,6 +136,9 @@ def _overrides(args, spec):
     if launch:
         update["launch"] = spec.launch.model_copy(update=launch).model_dump()
     data = {**spec.model_dump(), **update}
+    from core.config.field_rules import follow_changes
+
+    follow_changes(data, spec)  # what the form does for the same change (QLoRA bits, ZeRO JSON, eval set)
     spec = TrainSpec.model_validate(data)
     if args.stage or args.pref_loss or args.adapter:
         from core.config.stages import with_stage

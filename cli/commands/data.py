@@ -329,6 +329,7 @@ def run_register(args) -> int:
         return 2
     except OSError as exc:
         return _unreadable(path, exc)
+    remember_registered(ws, path, result)
     if args.json:
         emit_json(result.to_json())
     else:
@@ -345,6 +346,13 @@ def run_register(args) -> int:
                 errors=counted("error", result.report.errors), warnings=counted("warning", result.report.warnings),
                 name=result.name, ddir=ddir))
     return 0
+
+
+def remember_registered(ws, path, result) -> None:
+    """The workspace's dataset is now this one, as the wizard's Register makes it (one state change, core's)."""
+    from core.workspace.changes import apply_change
+
+    apply_change(ws, result.state_change(ws.rel(path)))
 
 
 def run_stats(args) -> int:

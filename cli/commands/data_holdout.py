@@ -43,6 +43,9 @@ def run_register_holdout(args, ws, path, ddir) -> int:
     except OSError as exc:
         err(_("cannot read {path}: {error}", path=path, error=exc.strerror or exc))
         return 2
+    from core.workspace.changes import apply_change
+
+    apply_change(ws, result.state_change(ws.rel(path)))  # as the wizard's Register: one state change, core's
     if args.json:
         emit_json(result.to_json())
         return 0

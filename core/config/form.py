@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from core.config.field_rules import follow_changes
 from core.config.spec import LF_DEFAULTS, Launch, TrainSpec
 from core.i18n import _
 
@@ -138,15 +139,6 @@ def _convert(f: FormField, raw: Any) -> Any:
     return text
 
 
-def _eval_follows(data: dict[str, Any], base: TrainSpec) -> None:
-    """Clearing the eval set turns the eval loss off (eval_strategy: no, so it is not wired again); naming
-    one turns it on."""
-    if not data.get("eval_dataset"):
-        data.update(eval_strategy="no", eval_steps=None, per_device_eval_batch_size=None)
-    elif data.get("eval_strategy") in (None, "no"):
-        data["eval_strategy"] = "steps"
-
-
 def spec_from_form(base: TrainSpec, values: dict[str, Any]) -> tuple[TrainSpec | None, dict[str, str]]:
     """A new spec from `base` with the form's values; (None, {field: message}) when some are invalid."""
     errors: dict[str, str] = {}
@@ -168,15 +160,7 @@ def spec_from_form(base: TrainSpec, values: dict[str, Any]) -> tuple[TrainSpec |
             launch[name] = launch_defaults[name] if val is None else val
         else:
             data[key] = val
-    if (data.get("zero_stage"), data.get("offload")) != (base.zero_stage, base.offload):
-        data["deepspeed"] = None  # a new ZeRO choice: devtune's own JSON for it
-    if data.get("eval_dataset") != base.eval_dataset:
-        _eval_follows(data, base)
-    if data.get("finetuning_type") != "qlora":
-        # the 4/8-bit choice belongs to QLoRA; other methods keep what they had (an imported HQQ/OFT setup)
-        keep = base.finetuning_type != "qlora"
-        data["quantization_bit"] = base.quantization_bit if keep else None
-        data["quantization_method"] = base.quantization_method if keep else None
+    follow_changes(data, base)
     data["launch"] = launch
     if errors:
         return None, errors

@@ -85,6 +85,11 @@ class HoldoutResult:
     def report(self) -> LintReport:  # the train part's
         return self.train.report
 
+    def state_change(self, dataset_file: str):
+        """As a plain registration's: the train part's name is the workspace's dataset (its held-out part
+        is found from it, `NAME_eval`)."""
+        return self.train.state_change(dataset_file)
+
     def to_json(self) -> dict:
         out = self.train.to_json()
         out["source"] = str(self.source)

@@ -49,11 +49,27 @@ class RegisterResult:
     report: LintReport
     summary_file: Path | None
 
+    def state_change(self, dataset_file: str):
+        """What registering implies: this is the workspace's dataset now (the Config step trains it)."""
+        return registered(dataset_file, self.name, self.report)
+
     def to_json(self) -> dict:
         return {"name": self.name, "entry": self.entry, "dataset_info": str(self.info_file), "action": self.action,
                 "rows": self.report.rows, "format": self.report.format, "errors": self.report.errors,
                 "warnings": self.report.warnings,
                 "summary": str(self.summary_file) if self.summary_file else None}
+
+
+def registered(dataset_file: str, name: str, report: LintReport):
+    """The state change of a registration, for both front-ends: the chosen dataset and the Data step done."""
+    from core.workspace.changes import StateChange, StepMark
+    from core.workspace.step_status import StepStatus
+
+    return StateChange(
+        chosen={"dataset_file": dataset_file, "dataset_name": name},
+        steps={"data": StepMark(StepStatus.DONE, _("dataset {name}: {rows} rows, {e} errors, {w} warnings",
+                                                   name=name, rows=report.rows, e=report.errors,
+                                                   w=report.warnings))})
 
 
 def read_dataset_info(dataset_dir: Path) -> dict:
