@@ -375,7 +375,8 @@ class PlaygroundScreen(StepScreen):
         from core.eval.compare import EvalOptions, run_eval
         from core.eval.questions import EvalInputError
         from core.eval.targets import resolve_targets
-        from core.merge.export import ExportError, find_train_run, read_train_facts
+        from core.merge.export import ExportError
+        from core.train.run_facts import find_train_run, read_train_facts
         from core.serve.servers import ServerError, read_server
         from core.serve.verify import run_of_server
         from core.train.runs import RunError

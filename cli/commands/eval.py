@@ -63,7 +63,8 @@ def _dataset(ws, args, targets) -> str:
     if args.dataset:
         return args.dataset
     from core.eval.questions import EvalInputError
-    from core.merge.export import ExportError, find_train_run, read_train_facts
+    from core.merge.export import ExportError
+    from core.train.run_facts import find_train_run, read_train_facts
     from core.train.runs import RunError
 
     try:

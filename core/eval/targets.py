@@ -104,7 +104,8 @@ def _lora_targets(ws: Workspace, record) -> EvalTargets:
 
 def _base_of_export(ws: Workspace, model: str) -> tuple[str | None, str | None]:
     """(base model path, run id) of a merged export, from its check report."""
-    from core.merge.export import ExportError, find_train_run, read_train_facts
+    from core.merge.export import ExportError
+    from core.train.run_facts import find_train_run, read_train_facts
     from core.merge.export_check import load_report
     from core.train.runs import RunError
 
@@ -152,7 +153,7 @@ def resolve_targets(ws: Workspace, ref: str | None = None, *, server: str | None
                                        model=ref))
             raise EvalInputError(_("start the servers first: {commands}", commands="; ".join(missing)))
         return EvalTargets(_from_record(ws, base, BASE), _from_record(ws, tuned, TUNED), run)
-    from core.merge.export import find_train_run
+    from core.train.run_facts import find_train_run
     from core.train.runs import RunError
 
     try:

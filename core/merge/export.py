@@ -1,8 +1,8 @@
 """Step 5, Merge: `llamafactory-cli export` for a training run, detached, with progress.
 
-`plan_export` reads the run's train YAML (base model, template, finetuning type, quantization) and
-decides the merge: a LoRA/QLoRA adapter merges onto the unquantized base; a full or freeze run is
-re-saved as is. `start_export` writes `configs/merge.yaml` (LLaMA-Factory's export YAML; a person's
+`plan_export` reads the run's train YAML (core.train.run_facts: base model, template, finetuning type,
+quantization) and decides the merge: a LoRA/QLoRA adapter merges onto the unquantized base; a full or
+freeze run is re-saved as is. `start_export` writes `configs/merge.yaml` (LLaMA-Factory's export YAML; a person's
 own or edited file is never replaced unless asked) and launches `llamafactory-cli export
 configs/merge.yaml` through core.train.runs (kind "export", cwd = the workspace), so it survives SSH drops.
 Its progress, read from the export's logs, is core.merge.export_progress.
@@ -18,14 +18,8 @@ from pathlib import Path
 
 from core.files.atomic import write_atomic
 from core.i18n import _
-from core.train.runs import (
-    RunRecord,
-    RunStatus,
-    find_run,
-    list_runs,
-    start_run,
-    status_label,
-)
+from core.train.run_facts import find_train_run, read_train_facts
+from core.train.runs import RunRecord, RunStatus, list_runs, start_run, status_label
 from core.workspace.layout import Workspace
 
 MERGE_YAML = "configs/merge.yaml"
@@ -36,57 +30,6 @@ ADAPTER_TYPES = ("lora", "oft")
 
 class ExportError(Exception):
     """The export cannot be planned or started as asked; the message says what to do."""
-
-
-@dataclass
-class TrainFacts:
-    """What the train YAML of a run says (read directly: the Config step is not needed)."""
-
-    config: str  # workspace-relative YAML path
-    model_name_or_path: str
-    template: str | None
-    finetuning_type: str
-    quantization_bit: int | None
-    output_dir: str | None
-    dataset: list[str]
-    dataset_dir: str
-    eval_dataset: list[str]
-    trust_remote_code: bool
-    raw: dict = field(default_factory=dict)
-
-
-def _names(value) -> list[str]:
-    if not value:
-        return []
-    if isinstance(value, (list, tuple)):
-        return [str(v).strip() for v in value if str(v).strip()]
-    return [v.strip() for v in str(value).split(",") if v.strip()]
-
-
-def read_train_facts(ws: Workspace, run: RunRecord) -> TrainFacts:
-    import yaml
-
-    if not run.config:
-        raise ExportError(_("run {id} records no train YAML", id=run.id))
-    path = ws.abs(run.config)
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except OSError as exc:
-        raise ExportError(_("cannot read the run's train YAML {path}: {error}", path=run.config,
-                            error=exc.strerror or str(exc))) from exc
-    except yaml.YAMLError as exc:
-        raise ExportError(_("the run's train YAML {path} is not valid YAML: {error}", path=run.config,
-                            error=str(exc))) from exc
-    if not isinstance(raw, dict) or not raw.get("model_name_or_path"):
-        raise ExportError(_("{path} has no model_name_or_path", path=run.config))
-    qbit = raw.get("quantization_bit")
-    return TrainFacts(
-        config=run.config, model_name_or_path=str(raw["model_name_or_path"]), template=raw.get("template"),
-        finetuning_type=str(raw.get("finetuning_type", "lora")), quantization_bit=int(qbit) if qbit else None,
-        output_dir=run.output_dir or raw.get("output_dir"), dataset=_names(raw.get("dataset")),
-        dataset_dir=str(raw.get("dataset_dir", "data")), eval_dataset=_names(raw.get("eval_dataset")),
-        trust_remote_code=bool(raw.get("trust_remote_code", False)), raw=raw,
-    )
 
 
 @dataclass
@@ -128,11 +71,6 @@ def quantization_of(model_dir: Path) -> str | None:
     if not q:
         return None
     return str(q.get("quant_method") or ("bitsandbytes" if q.get("load_in_4bit") or q.get("load_in_8bit") else "?"))
-
-
-def find_train_run(ws: Workspace, ref: str | None = None) -> RunRecord:
-    """A training run by id or prefix; without one, the newest training run (export runs are skipped)."""
-    return find_run(ws, ref, kind="train")
 
 
 def plan_export(ws: Workspace, run_ref: str | None = None, *, name: str | None = None, export_size: int = 5,

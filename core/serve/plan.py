@@ -107,7 +107,8 @@ def plan_lora_server(ws: Workspace, run_ref: str | None = None, *, port: int = 0
     the run's id and the notes. The chat template is the one training saved with the adapter, for both."""
     import json
 
-    from core.merge.export import ExportError, find_train_run, read_train_facts
+    from core.merge.export import ExportError
+    from core.train.run_facts import find_train_run, read_train_facts
     from core.train.runs import RunError
 
     try:

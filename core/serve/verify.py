@@ -177,7 +177,7 @@ def pick(questions: list[Question], n: int) -> list[Question]:
 
 def run_questions(ws: Workspace, run_ref: str | None = None, *, n: int = DEFAULT_N) -> list[Question]:
     """`n` training questions of the run (+ up to `n` held-out ones from its eval_dataset)."""
-    from core.merge.export import find_train_run, read_train_facts
+    from core.train.run_facts import find_train_run, read_train_facts
 
     run = find_train_run(ws, run_ref)
     facts = read_train_facts(ws, run)

@@ -8,9 +8,10 @@ import psutil
 import pytest
 import yaml
 
-from core.merge.export import (MERGE_YAML, ExportError, find_train_run, merge_yaml_text, plan_export,
-                         plan_of_export_run, start_export, write_merge_yaml)
+from core.merge.export import (MERGE_YAML, ExportError, merge_yaml_text, plan_export, plan_of_export_run,
+                               start_export, write_merge_yaml)
 from core.merge.export_progress import parse_export_log
+from core.train.run_facts import find_train_run
 from core.train.runs import ProcessRef, RunRecord, RunStatus, write_record
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "serve"

@@ -134,3 +134,22 @@ def test_last_checkpoint(tmp_path):
     (tmp_path / "checkpoint-x").mkdir()
     assert last_checkpoint(tmp_path).name == "checkpoint-100"
     assert last_checkpoint(tmp_path / "none") is None
+
+
+def test_a_runs_facts_come_from_its_own_train_yaml(workspace):
+    """core.train.run_facts (merge, serve and eval read them): the YAML the run trained with, its copy in the
+    run folder; a copy that names no model is refused with its path, as a RunError their callers handle."""
+    import time
+
+    from core.train.run_facts import TrainFactsError, find_train_run, read_train_facts
+    from tests.recorded_runs import place_recorded_run
+
+    rec = place_recorded_run(workspace, "20261201-000000-dpo", "lf_dpo", RunStatus.FINISHED, 0, time.time())
+    facts = read_train_facts(workspace, find_train_run(workspace))
+    assert (facts.config, facts.model_name_or_path, facts.finetuning_type, facts.template) == (
+        f".devtune/runs/{rec.id}/train.yaml", "models/tiny-llama3", "lora", "llama3")
+    assert facts.dataset == ["dpo_sharegpt"] and facts.output_dir == f"saves/{rec.id}"
+    workspace.abs(rec.config).write_text("stage: dpo\n")
+    with pytest.raises(TrainFactsError, match=f"runs/{rec.id}/train.yaml has no model_name_or_path") as raised:
+        read_train_facts(workspace, rec)
+    assert isinstance(raised.value, RunError)
