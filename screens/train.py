@@ -60,7 +60,7 @@ class TrainScreen(StepScreen):
     def __init__(self) -> None:
         super().__init__()
         self.run_id: str | None = None
-        self.snapshot = None  # the latest core.train.metrics.ProgressSnapshot of the shown run
+        self.snapshot = None  # the latest core.train.snapshot.RunSnapshot of the shown run (what monitor prints)
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="train-bar"):
@@ -178,9 +178,10 @@ class TrainScreen(StepScreen):
         if event.run_id != self.run_id:
             return
         u = event.update
-        self.record = u.record
-        self.snapshot = u.snapshot
-        self._show_progress(u)
+        snap = u.snapshot
+        self.record = snap.record
+        self.snapshot = snap
+        self._show_progress(snap)
         chart = self.query_one(LossChart)
         if not u.record.active and chart.empty_text is None:
             chart.empty_text = _("no training step was logged in this run")
@@ -191,15 +192,16 @@ class TrainScreen(StepScreen):
             chart.set_data(loss=s["loss"], smoothed=s["smoothed"], eval_loss=s["eval_loss"], lr=s["lr"],
                            resumes=s["resumes"])
             if s["stage"]:
-                self.query_one(StageChart).set_series(s["stage"])
+                self.query_one(StageChart).set_series(s["stage"], latest=dict(snap.stage_metrics))
         self._show_gpus(u, event.first)
         if u.log_lines:
             self.query_one("#train-log", Log).write_lines(u.log_lines[-LOG_LINES:])
         box = self.query_one(DiagnosisBox)
-        if u.diagnoses:
-            box.show_diagnoses(u.diagnoses, u.record.note)
-        elif u.record.active:
-            box.show_anomalies(list(u.snapshot.anomalies), stall=u.stall)
+        if snap.diagnoses:
+            if u.ended_now or event.first:  # made once, when the run is first seen ended
+                box.show_diagnoses(list(snap.diagnoses), snap.note)
+        elif snap.active:
+            box.show_anomalies(list(snap.anomalies), stall=snap.stall)
         if u.ended_now or event.first:
             self._record_outcome(u)
             if u.ended_now:
@@ -212,21 +214,18 @@ class TrainScreen(StepScreen):
         self.query_one("#train-resume", Button).disabled = active or record is None
         self.query_one("#train-start", Button).disabled = active
 
-    def _show_progress(self, u) -> None:
+    def _show_progress(self, snap) -> None:
+        """The run's snapshot (core.train.snapshot.RunSnapshot), as `devtune monitor` prints it."""
         from core.train.runs import status_label
-        from core.train.watch import progress_line
 
-        snap = u.snapshot
         bar = self.query_one("#train-bar-progress", ProgressBar)
         if snap.total:
             bar.update(total=snap.total, progress=snap.step)
-        extra = u.throughput.text() if u.throughput is not None else ""  # MFU, or why it does not apply
-        line = progress_line(snap, active=u.record.active)  # an ended run waits for no speed or ETA
-        self.query_one("#train-progress", Static).update(line + (f"  {extra}" if extra else ""))
-        advice = u.throughput.advice_lines() if u.throughput is not None and u.record.active else []
+        self.query_one("#train-progress", Static).update(snap.progress_line())
+        advice = snap.advice_lines()  # what would raise the throughput (a live run's only)
         self.query_one("#train-advice", Static).update("\n".join(advice[:3]))
         self.query_one("#train-advice", Static).display = bool(advice)
-        r = u.record
+        r = snap.record
         state = status_label(r.status)
         where = f"{r.output_dir or ''}  ·  {r.source_config or r.config or ''}"
         if r.launcher == "slurm" and r.job_id:
@@ -240,7 +239,7 @@ class TrainScreen(StepScreen):
         if panel.live != u.record.active:
             panel.live = u.record.active
             panel.redraw()
-        status = u.gpu_status or {}
+        status = u.snapshot.gpu_status or {}
         if first and u.gpu_samples:
             panel.load_history(u.gpu_samples, status.get("reason"))
         elif u.gpu_samples:

@@ -1,7 +1,7 @@
 """Following a run on the command line: a progress line (or JSON lines) until it ends or Ctrl-C.
 
-Each update becomes one `MonitorReport` (core.train.watch); the text lines and the JSON objects are
-renderings of it. The anomalies shown are those that hold now, the same list in both forms; while
+Each update carries the run's `RunSnapshot` (core.train.snapshot, what the Train step renders too); the
+text lines and the JSON objects are renderings of it. The anomalies shown are those that hold now, the same list in both forms; while
 following, the text prints each one once, when it first holds."""
 
 from __future__ import annotations
@@ -15,22 +15,16 @@ from cli.commands.output import emit_json_line
 
 def follow_run(ws, run_id: str, *, as_json: bool, until_end: bool, exit_with_outcome: bool,
                interval: float = 1.0) -> int:
-    from core.train.gpu.history import group_ticks
-    from core.train.watch import RunWatcher, monitor_report
+    from core.train.watch import RunWatcher
 
     watcher = RunWatcher(ws, run_id)
     tty = sys.stderr.isatty() and not as_json
-    latest_gpus: list = []
-    diagnoses: list = []
     shown: set[tuple[str, int]] = set()
     last_line = ""
     try:
         while True:
             update = watcher.poll()
-            if update.gpu_samples:
-                latest_gpus = group_ticks(update.gpu_samples)[-1]
-            diagnoses = update.diagnoses or diagnoses
-            report = monitor_report(update, latest_gpus, diagnoses)
+            report = update.snapshot
             if as_json:
                 emit_json_line(report.to_json())
             else:

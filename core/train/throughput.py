@@ -19,7 +19,7 @@ MFU is not applicable, and says so.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from core.i18n import _
 
@@ -173,12 +173,19 @@ def run_shape(ws, config_path: str | None) -> RunShape | None:
 
 @dataclass(frozen=True)
 class Throughput:
-    """What monitor and the Train step show: tokens/s (measured or estimated), MFU and what would raise it."""
+    """How fast a run goes, as monitor and the Train step show it: steps/s, tokens/s (measured or estimated),
+    MFU and what would raise it.
+
+    `over` says what the rates span: "window" (a live run: the last minute of the trainer's clock, see
+    core.train.metrics.RateWindow) or "run" (an ended run: between its first and last logged steps, as its
+    run.json keeps them)."""
 
     rate: TokenRate
     mfu: float | None
     applicable: bool  # False on a CPU run: MFU means nothing there
     advice: tuple = ()
+    steps_per_s: float | None = None
+    over: str = "window"
 
     @classmethod
     def of(cls, snap, shape: RunShape | None) -> Throughput:
@@ -187,23 +194,39 @@ class Throughput:
 
     @classmethod
     def from_rates(cls, tokens_per_s: float | None, steps_per_s: float | None,
-                   shape: RunShape | None) -> Throughput:
+                   shape: RunShape | None, over: str = "window") -> Throughput:
         tokens_per_step = shape.tokens_per_step if shape else None
         rate = token_rate(tokens_per_s, steps_per_s, tokens_per_step)
         if shape is None or (shape.devices and shape.vendor is None):
-            return cls(rate, None, True)  # the config or the GPU is unknown: MFU unknown, not "not applicable"
+            # the config or the GPU is unknown: MFU unknown, not "not applicable"
+            return cls(rate, None, True, steps_per_s=steps_per_s, over=over)
         if not shape.devices:
-            return cls(rate, None, False)  # a CPU run
+            return cls(rate, None, False, steps_per_s=steps_per_s, over=over)  # a CPU run
         mfu = model_flops_utilisation(rate.tokens_per_s, params=shape.params, gpu=shape.gpu, devices=shape.devices,
                                       method=shape.method, precision=shape.precision)
         advice = what_would_raise_it(dict(shape.settings), memory_headroom=shape.memory_headroom,
                                      vendor=shape.vendor, mfu=mfu)
-        return cls(rate, mfu, True, tuple(advice))
+        return cls(rate, mfu, True, tuple(advice), steps_per_s, over)
+
+    @classmethod
+    def from_record(cls, kept: dict) -> Throughput:
+        """What an ended run's record keeps (run_throughput; a record written before steps_per_s was kept has
+        none). Advice is for a run that still goes: none."""
+        def number(key: str) -> float | None:
+            v = kept.get(key)
+            return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+        return cls(TokenRate(number("tokens_per_s"), bool(kept.get("tokens_estimated"))), number("mfu"),
+                   bool(kept.get("mfu_applicable", True)), (), number("steps_per_s"), "run")
+
+    def without_advice(self) -> Throughput:
+        return replace(self, advice=())
 
     def to_json(self) -> dict:
-        return {"tokens_per_s": self.rate.tokens_per_s, "tokens_estimated": self.rate.estimated,
+        return {"steps_per_s": self.steps_per_s, "tokens_per_s": self.rate.tokens_per_s,
+                "tokens_estimated": self.rate.estimated,
                 "mfu": None if self.mfu is None else round(self.mfu, 4), "mfu_applicable": self.applicable,
-                "advice": [{"id": a.id, "text": a.text} for a in self.advice]}
+                "advice": [{"id": a.id, "text": a.text} for a in self.advice], "over": self.over}
 
     def text(self) -> str:
         """For the progress line, after its measured tokens/s: '~1234 tokens/s (estimate)  MFU 31%', or
@@ -223,9 +246,9 @@ class Throughput:
 
 
 def run_throughput(ws, directory, record) -> dict | None:
-    """What a run's record keeps when it ends: tokens/s over the whole run (LLaMA-Factory's total_tokens over
-    its elapsed time, else the steps' pace x the tokens of a step, marked as an estimate) and its MFU; None
-    when no step was logged."""
+    """What a run's record keeps when it ends: steps/s and tokens/s over the whole run (LLaMA-Factory's
+    total_tokens over its elapsed time, else the steps' pace x the tokens of a step, marked as an estimate)
+    and its MFU; None when no step was logged. Throughput.from_record reads it back."""
     from core.train.metrics import LogRecord, MetricsTail
     from core.train.runs import trainer_log_source
 
@@ -241,6 +264,7 @@ def run_throughput(ws, directory, record) -> dict | None:
     seconds = last.elapsed_s - first.elapsed_s
     tokens = ((last.total_tokens - (first.total_tokens or 0)) / seconds) if last.total_tokens else None
     steps = (last.step - first.step) / seconds
-    out = Throughput.from_rates(tokens, steps, run_shape(ws, record.config)).to_json()
-    out.pop("advice")
+    out = Throughput.from_rates(tokens, steps, run_shape(ws, record.config), over="run").to_json()
+    for key in ("advice", "over"):  # a record is of the whole run, and advice is for a run that goes on
+        out.pop(key)
     return out

@@ -161,3 +161,40 @@ async def test_a_dpo_run_charts_its_rewards_over_its_steps(workspace, train_only
         assert "chosen 4.58" in text and "accuracy 100%" in text and "100%" in text
         progress = str(screen.query_one("#train-progress").render())
         assert "tokens/s" in progress and "MFU not applicable (CPU run)" in progress, progress
+
+
+@pytest.mark.parametrize("fixture", ["lf_sft_cpu_demo", "lf_dpo"])
+async def test_the_screen_shows_the_snapshot_monitor_prints(workspace, train_only, capsys, fixture):
+    """Issue 26: the Train step and `devtune monitor` render one snapshot (core.train.snapshot): a finished
+    run's speed is its record's (the demo's SFT run is too short for the live window), a DPO run's rewards
+    are the ones monitor --json has, and the progress line is monitor's, word for word."""
+    import json
+
+    from cli.main import main
+    from core.train.watch import run_snapshot
+
+    rec = place_recorded_run(workspace, f"20261201-000000-{fixture}", fixture, RunStatus.FINISHED, 0, time.time(),
+                             ended_by_supervisor=True)
+    assert main(["monitor", rec.id, "--json", "-w", str(workspace.root)]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    app = DevtuneApp(workspace, watch_terminal=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await opened(pilot, app)
+        await wait_until(pilot, lambda: screen.snapshot is not None and screen.snapshot.run == rec.id)
+        shown = screen.snapshot
+        assert json.loads(json.dumps(shown.to_json())) == printed == \
+            json.loads(json.dumps(run_snapshot(workspace, rec.id).to_json()))
+        progress = str(screen.query_one("#train-progress").render())
+        assert progress == shown.progress_line()
+        assert f"{printed['throughput']['tokens_per_s']:.0f} tokens/s" in progress, progress
+        assert f"{printed['throughput']['steps_per_s']:.2f} steps/s" in progress, progress
+        chart = screen.query_one("StageChart")
+        if printed["stage_metrics"]:
+            await wait_until(pilot, lambda: chart.has_class("-visible"))
+            legend = "".join(t for t, _ in chart._rows()[0])
+            stage = printed["stage_metrics"]
+            assert f"chosen {stage['rewards/chosen']:.3g}" in legend and \
+                f"rejected {stage['rewards/rejected']:.3g}" in legend and \
+                f"accuracy {stage['rewards/accuracies']:.0%}" in legend, legend
+        else:
+            assert not chart.has_class("-visible")

@@ -27,8 +27,10 @@ def _names() -> dict[str, str]:
             "kl": _("KL")}
 
 
-def stage_rows(series: dict[str, Points], width: int, height: int) -> list[list[tuple[str, str]]]:
-    """The chart as rows of (text, layer) runs, as ChartRaster draws the loss chart's."""
+def stage_rows(series: dict[str, Points], width: int, height: int,
+               latest: dict[str, float] | None = None) -> list[list[tuple[str, str]]]:
+    """The chart as rows of (text, layer) runs, as ChartRaster draws the loss chart's. `latest`: the values
+    the legend says (the run's snapshot, as `devtune monitor` prints them); by default each series' last."""
     if width < 24 or height < 5:
         return [[(_("enlarge the chart")[:width], "axis")]] + [[("", "axis")] for _ in range(max(0, height - 1))]
     present = {key: pts for key, pts in series.items() if pts[0]}
@@ -54,7 +56,7 @@ def stage_rows(series: dict[str, Points], width: int, height: int) -> list[list[
     if lo < 0 < hi:  # where rewards cross 0 (chosen above it, rejected below it, in a run that learns)
         zero = min(ph - 1, int((hi - 0.0) / (hi - lo) * (ph - 1) + 0.5))
     body = _compose(cells, pw, ph)
-    rows = [_legend(present, width)]
+    rows = [_legend(present, width, latest or {})]
     for r in range(ph):
         label = _fmt(hi - (hi - lo) * r / max(1, ph - 1)) if r in (0, ph // 2, ph - 1) else ""
         if r == zero:
@@ -87,13 +89,13 @@ def _compose(cells: dict[str, bytearray], pw: int, ph: int) -> list[list[tuple[s
     return rows
 
 
-def _legend(present: dict[str, Points], width: int) -> list[tuple[str, str]]:
+def _legend(present: dict[str, Points], width: int, latest: dict[str, float]) -> list[tuple[str, str]]:
     names = _names()
     parts = [(_("rewards:") + " ", "axis")]
     for key, layer in (("rewards/chosen", "chosen"), ("rewards/rejected", "rejected"), ("rewards/margins", "margin"),
                        ("kl", "kl"), RIGHT):
         if key in present:
-            value = present[key][1][-1]
+            value = latest.get(key, present[key][1][-1])
             text = f"{value:.0%}" if layer == "accuracy" else f"{value:.3g}"
             parts.append((f"━ {names[layer]} {text} ", layer))
     if sum(len(text) for text, _layer in parts) > width:
@@ -130,15 +132,18 @@ class StageChart(Widget):
     def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.series: dict[str, Points] = {}
+        self.latest: dict[str, float] = {}  # what the legend says: the run snapshot's stage metrics
 
-    def set_series(self, series: dict[str, Points]) -> None:
-        """STAGE_METRICS key -> (steps, values), copied (the caller's thread keeps appending to its lists)."""
+    def set_series(self, series: dict[str, Points], latest: dict[str, float] | None = None) -> None:
+        """STAGE_METRICS key -> (steps, values), copied (the caller's thread keeps appending to its lists);
+        `latest`: the run snapshot's latest values, for the legend (core.train.snapshot.RunSnapshot)."""
         copied = {}
         for key, (xs, ys) in series.items():
             xs, ys = list(xs), list(ys)
             n = min(len(xs), len(ys))
             copied[key] = (xs[:n], ys[:n])
         self.series = copied
+        self.latest = dict(latest or {})
         self.set_class(any(pts[0] for pts in copied.values()), "-visible")
         self.refresh()
 
@@ -161,7 +166,7 @@ class StageChart(Widget):
         key = (self.size.width, self.size.height, id(self.series))
         if getattr(self, "_cache_key", None) != key:
             self._cache_key = key
-            self._cache = stage_rows(self.series, self.size.width, self.size.height)
+            self._cache = stage_rows(self.series, self.size.width, self.size.height, self.latest)
         return self._cache
 
 
