@@ -409,9 +409,5 @@ class PlaygroundScreen(StepScreen):
     def _evaluated(self, result) -> None:
         report, rows = result
         self.query_one(EvalResults).show(report, rows)
-        held = report.sets.get("heldout")
-        main = held if held and held.rows else report.sets.get("train")
-        if main and main.rows:
-            better = main.tuned.chrf >= main.base.chrf
-            self.set_status("done" if better else "attention",
-                            _("eval: chrF {base:.2f} → {tuned:.2f}", base=main.base.chrf, tuned=main.tuned.chrf))
+        verdict = report.verdict  # core's: which questions count, the band, worse / same / better
+        self.set_status("done" if verdict.ok else "attention", verdict.mark)

@@ -21,9 +21,10 @@ def register(sub, add_common) -> list[str]:
                       "and exact match, and optionally a judge model's 1-5 grade. Base and tuned come from one vLLM "
                       "server that serves a LoRA run beside its base (`devtune serve --lora RUN`), or from two "
                       "servers (--base-server, --tuned-server: ids or URLs). Per-row answers and scores are kept in "
-                      ".devtune/evals/<id>/ with report.md. Exit 0 when the tuned model is not worse than its base "
-                      "on the held-out questions (the training ones without a held-out set), 1 when it is, 2 for "
-                      "bad input or no server."))
+                      ".devtune/evals/<id>/ with report.md; --show prints a saved one again. Exit 0 when the tuned "
+                      "model is not worse than its base (by more than 0.05 chrF) on the held-out questions (the "
+                      "training ones when no held-out question was asked) and every answer came back; 1 when it "
+                      "is worse or was not measured; 2 for bad input or no server."))
     add_common(p)
     p.add_argument("ref", metavar="RUN_OR_MODEL", nargs="?",
                    help=_("a training run (the server that serves its adapter) or a merged model folder (its "
@@ -54,6 +55,8 @@ def register(sub, add_common) -> list[str]:
     p.add_argument("--lm-eval-limit", type=int, metavar="N", help=_("rows per lm-eval task (default: all)"))
     p.add_argument("--lm-eval-tokenizer", metavar="DIR",
                    help=_("a local tokenizer folder for lm-eval (default: the served model's folder)"))
+    p.add_argument("--show", nargs="?", const="latest", metavar="ID",
+                   help=_("print a saved evaluation (default: the latest) and exit by its verdict; asks nothing"))
     p.add_argument("--json", action="store_true", help=_("print the report as JSON"))
     p.set_defaults(handler=run_eval_command)
     return ["eval"]
@@ -92,15 +95,38 @@ class _Progress:
         print(("\r  " if self.tty else "  ") + p.line() + "   ", end=end, file=sys.stderr, flush=True)
 
 
+def _render(report, args) -> int:
+    """The report as text or JSON; the exit code is core's verdict (EvalVerdict.ok)."""
+    if args.json:
+        emit_json(report.to_json())
+    else:
+        print("\n".join(report.lines()))
+        print(_("report: {file}", file=f"{report.folder}/report.md"))
+    return EXIT_OK if report.verdict.ok else EXIT_PROBLEMS
+
+
+def _show_saved(args) -> int:
+    from core.eval.eval_report import saved_eval
+    from core.eval.questions import EvalInputError
+
+    try:
+        report, _rows = saved_eval(workspace(args), None if args.show == "latest" else args.show)
+    except EvalInputError as exc:
+        err(str(exc))
+        return EXIT_USAGE
+    return _render(report, args)
+
+
 def run_eval_command(args) -> int:
     from core.eval.ask import Judge
     from core.eval.compare import EvalOptions, run_eval
-    from core.eval.eval_report import WORSE_BY
     from core.eval.harness import HarnessOptions
     from core.eval.judge import judge_endpoint, judge_prompt_file, load_rubric
     from core.eval.questions import EvalInputError
     from core.eval.targets import resolve_targets
 
+    if args.show:
+        return _show_saved(args)
     if args.train_sample < 0 or args.concurrency < 1:
         err(_("--train-sample must be 0 or more and --concurrency at least 1"))
         return EXIT_USAGE
@@ -138,11 +164,4 @@ def run_eval_command(args) -> int:
         err(_("interrupted; nothing was saved"))
         return 130
     print(file=sys.stderr)
-    if args.json:
-        emit_json(report.to_json())
-    else:
-        print("\n".join(report.lines()))
-        print(_("report: {file}", file=f"{report.folder}/report.md"))
-    main = report.sets.get("heldout") if report.heldout else report.sets.get("train")
-    worse = main is not None and main.rows and main.tuned.chrf < main.base.chrf - WORSE_BY
-    return EXIT_PROBLEMS if worse or report.errors else EXIT_OK
+    return _render(report, args)

@@ -84,12 +84,12 @@ def follow_datasets(old: TrainSpec, new: TrainSpec, dataset_info: dict[str, Any]
 def wire_eval_loss(ws, spec: TrainSpec, old: TrainSpec | None = None) -> TrainSpec:
     """with_eval_loss (or follow_datasets from `old`) with the workspace's dataset_info.json and the Data
     step's row counts."""
-    from core.data.register import RegisterError, read_dataset_info
+    from core.data.dataset_info import DatasetInfoError, read_dataset_info
     from core.data.summary import load_summary
 
     try:
         info = read_dataset_info(ws.root / str(value(spec, "dataset_dir")))
-    except RegisterError:
+    except DatasetInfoError:
         return spec
     summaries = [load_summary(ws.root, name) for name in spec.dataset]
     rows = sum(s.rows for s in summaries if s is not None) if summaries and all(summaries) else None

@@ -280,11 +280,12 @@ def doctor_looked_for_gpus(ws: Workspace) -> bool:
 
 def registered_datasets(ws: Workspace, dataset_dir: str = "data") -> list[str]:
     """The dataset names in <dataset_dir>/dataset_info.json ([] when absent or unreadable)."""
+    from core.data.dataset_info import DatasetInfoError, read_dataset_info
+
     try:
-        info = json.loads((ws.root / dataset_dir / "dataset_info.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return sorted(read_dataset_info(ws.root / dataset_dir))
+    except DatasetInfoError:
         return []
-    return sorted(info) if isinstance(info, dict) else []
 
 
 def fit_targets(spec: TrainSpec, found: list[tuple[str, int]]) -> list[GpuTarget]:
@@ -309,20 +310,17 @@ def rule_context(ws: Workspace, spec: TrainSpec, *, found: list[tuple[str, int]]
     from core.config.memfit_advice import advise
     from core.config.model_shapes import resolve_shape
     from core.config.spec import value
+    from core.data.dataset_info import DatasetInfoError, info_file, read_dataset_info
     from core.data.summary import load_summary
 
     found = found_gpus(ws) if found is None else found
     ctx = RuleContext(ws.root, catalog or BUILTIN, fit_targets(spec, found), len(found),
                       doctor_ran=bool(found) or doctor_looked_for_gpus(ws))
-    info_file = ws.root / str(value(spec, "dataset_dir")) / "dataset_info.json"
-    try:
-        ctx.dataset_info = json.loads(info_file.read_text(encoding="utf-8"))
-        if not isinstance(ctx.dataset_info, dict):
-            ctx.dataset_info, ctx.dataset_info_error = None, _("{path} is not a JSON object", path=ws.rel(info_file))
-    except FileNotFoundError:
-        ctx.dataset_info = None
-    except (OSError, ValueError) as exc:
-        ctx.dataset_info_error = _("{path} cannot be read: {error}", path=ws.rel(info_file), error=str(exc))
+    dataset_dir = ws.root / str(value(spec, "dataset_dir"))
+    try:  # None when there is no dataset_info.json (the data.no_info finding)
+        ctx.dataset_info = read_dataset_info(dataset_dir) if info_file(dataset_dir).is_file() else None
+    except DatasetInfoError as exc:
+        ctx.dataset_info, ctx.dataset_info_error = None, str(exc)
     ctx.summaries = {name: load_summary(ws.root, name) for name in spec.dataset}
     shape = resolve_shape(spec.model_name_or_path, ws.root)
     if shape is not None:

@@ -5,14 +5,13 @@ dataset is registered, that entry says what LLaMA-Factory reads, so the Data ste
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.data.dataset_info import DatasetInfoError, read_dataset_info
 from core.data.schema import ALPACA, FEEDBACK, MESSAGES, PREFERENCE, PRETRAIN, SHAREGPT, SUPERVISED, Schema
 
-INFO_FILE = "dataset_info.json"
 COLUMNS = ("prompt", "query", "response", "history", "messages", "system", "tools", "images", "videos", "audios",
            "chosen", "rejected", "kto_tag")
 TAGS = ("role_tag", "content_tag", "user_tag", "assistant_tag", "observation_tag", "function_tag", "system_tag")
@@ -35,17 +34,14 @@ def find_entry(path: str | Path, levels: int = 2) -> DatasetEntry | None:
     file = Path(path).resolve()
     folder = file.parent
     for _level in range(levels + 1):
-        info_path = folder / INFO_FILE
-        if info_path.is_file():
-            try:
-                info = json.loads(info_path.read_text(encoding="utf-8-sig"))
-            except (OSError, ValueError):
-                info = None
-            if isinstance(info, dict):
-                for name, entry in info.items():
-                    fn = entry.get("file_name") if isinstance(entry, dict) else None
-                    if isinstance(fn, str) and (folder / fn).resolve() == file:
-                        return DatasetEntry(name, entry, folder)
+        try:
+            info = read_dataset_info(folder)
+        except DatasetInfoError:
+            info = {}  # lint's rule 14 (core.data.register) reports the broken registry itself
+        for name, entry in info.items():
+            fn = entry.get("file_name") if isinstance(entry, dict) else None
+            if isinstance(fn, str) and (folder / fn).resolve() == file:
+                return DatasetEntry(name, entry, folder)
         if folder.parent == folder:
             break
         folder = folder.parent

@@ -242,11 +242,11 @@ def plan_split(rows: list[SplitRow], holdout: Holdout, *, seed: int = DEFAULT_SE
 
 def heldout_name(dataset_dir: str | os.PathLike, dataset: str) -> str | None:
     """`<dataset>_eval` when dataset_info.json in `dataset_dir` registers it, else None."""
-    from core.data.register import RegisterError, read_dataset_info
+    from core.data.dataset_info import DatasetInfoError, read_dataset_info
 
     try:
         info = read_dataset_info(Path(dataset_dir))
-    except RegisterError:
+    except DatasetInfoError:
         return None
     name = dataset + EVAL_SUFFIX
     return name if isinstance(info.get(name), dict) else None
@@ -255,12 +255,12 @@ def heldout_name(dataset_dir: str | os.PathLike, dataset: str) -> str | None:
 def heldout_for(ws, dataset: str, dataset_dir: str | os.PathLike | None = None) -> Path | None:
     """The file of the held-out set registered beside `dataset` (the `<dataset>_eval` entry of the
     workspace's dataset_info.json, or of `dataset_dir`), or None when there is none or its file is gone."""
-    from core.data.register import RegisterError, read_dataset_info
+    from core.data.dataset_info import DatasetInfoError, read_dataset_info
 
     folder = Path(ws.abs(dataset_dir)) if dataset_dir else Path(ws.data_dir)
     try:
         entry = read_dataset_info(folder).get(dataset + EVAL_SUFFIX)
-    except RegisterError:
+    except DatasetInfoError:
         return None
     file_name = entry.get("file_name") if isinstance(entry, dict) else None
     if not isinstance(file_name, str) or not file_name:

@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.files.atomic import write_atomic
+from core.data.dataset_info import INFO_FILE, RegisterError, read_dataset_info
 from core.data.findings import ERROR, WARNING, Finding, finding
 from core.data.lint import LintOptions, LintReport, lint_file
 from core.data.summary import DatasetSummary, save_summary
 from core.files.digest import file_sha256
 from core.i18n import _, _n
 
-INFO_FILE = "dataset_info.json"
 NAME = re.compile(r"^[\w.\-]+$")
 FILE_TYPES = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet", ".arrow": "arrow",
               ".txt": "text"}
@@ -30,10 +30,6 @@ ENTRY_KEYS = {"hf_hub_url", "ms_hub_url", "om_hub_url", "script_url", "cloud_fil
 COLUMN_KEYS = {"prompt", "query", "response", "history", "messages", "system", "tools", "images", "videos",
                "audios", "chosen", "rejected", "kto_tag"}
 TAG_KEYS = {"role_tag", "content_tag", "user_tag", "assistant_tag", "observation_tag", "function_tag", "system_tag"}
-
-
-class RegisterError(Exception):
-    """Registration impossible (bad name, unreadable registry); the message names the file and what to do."""
 
 
 class RegisterRefused(RegisterError):
@@ -70,27 +66,6 @@ def registered(dataset_file: str, name: str, report: LintReport):
         steps={"data": StepMark(StepStatus.DONE, _("dataset {name}: {rows} rows, {e} errors, {w} warnings",
                                                    name=name, rows=report.rows, e=report.errors,
                                                    w=report.warnings))})
-
-
-def read_dataset_info(dataset_dir: Path) -> dict:
-    """The registry as a dict ({} when there is none). Raises RegisterError when it cannot be read."""
-    path = Path(dataset_dir) / INFO_FILE
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RegisterError(_("{path}: cannot read it ({error})", path=path, error=exc)) from exc
-    if not text.strip():
-        return {}
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RegisterError(_("{path}:{line}:{col}: invalid JSON ({msg}); fix it by hand, it was not changed",
-                              path=path, line=exc.lineno, col=exc.colno, msg=exc.msg)) from exc
-    if not isinstance(data, dict):
-        raise RegisterError(_("{path}: the top level must be an object of dataset entries", path=path))
-    return data
 
 
 def file_name_for(file: Path, dataset_dir: Path) -> str:

@@ -11,11 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from core.eval.eval_report import EvalRow, SideAnswer
+from core.eval.questions import Question
 from core.eval.targets import Target
 from core.i18n import _
 from core.serve.chat import Endpoint, build_messages
 from core.serve.client import Reply, RequestClient
-from core.serve.verify import Question
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from core.eval.ask import Judge, ask_rows
 from core.eval.eval_report import EvalReport, EvalRow, TargetInfo, evals_dir, new_eval_id, save_eval
 from core.eval.harness import HarnessError, HarnessOptions, compare_harness, lora_refusal
-from core.eval.questions import DEFAULT_TRAIN_SAMPLE, EvalInputError, eval_questions, no_heldout_hint
+from core.eval.questions import DEFAULT_TRAIN_SAMPLE, EvalInputError, eval_questions, heldout_note
 from core.eval.score import score_rows, summarize
 from core.eval.targets import EvalTargets
 from core.i18n import _
@@ -57,7 +57,7 @@ def run_eval(ws: Workspace, targets: EvalTargets, dataset: str, options: EvalOpt
     questions = eval_questions(ws, dataset, dataset_dir=options.dataset_dir, train_sample=options.train_sample,
                                seed=options.seed)
     report = EvalReport(id=new_eval_id(ws), dataset=dataset, heldout=questions.heldout_name,
-                        note="" if questions.heldout_name else no_heldout_hint(dataset),
+                        note=heldout_note(questions),
                         base=TargetInfo(**targets.base.info()), tuned=TargetInfo(**targets.tuned.info()),
                         judge=TargetInfo(url=options.judge.endpoint.url, model=options.judge.endpoint.model)
                         if options.judge else None, run=targets.run, train_total=questions.train_total,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 from core.files.atomic import write_atomic
 from core.i18n import _, _n
@@ -20,7 +20,9 @@ from core.workspace.layout import Workspace
 METRICS = ("chrf", "bleu", "rouge_l", "exact", "judge")
 METRIC_NAMES = {"chrf": "chrF", "bleu": "BLEU", "rouge_l": "ROUGE-L", "exact": "exact", "judge": "judge 1-5"}
 SETS = ("heldout", "train")
-WORSE_BY = 0.05  # a row counts as worse when the tuned chrF is this much below the base's (or the judge's lower)
+WORSE_BY = 0.05  # the band: a tuned chrF this much below the base's is worse (a row, or the verdict's mean); as
+# much above it is better; in between, the same
+WORSE, SAME, BETTER, NOT_MEASURED = "worse", "same", "better", "not measured"
 
 
 def set_label(name: str) -> str:
@@ -73,6 +75,63 @@ class SetSummary(BaseModel):
     base: SideMetrics = Field(default_factory=SideMetrics)
     tuned: SideMetrics = Field(default_factory=SideMetrics)
     worse: int = 0  # rows where the tuned model did worse than its base
+
+
+class EvalVerdict(BaseModel):
+    """Is the tuned model worse than its base? Decided on the held-out questions when any was asked, else on
+    the training ones (`set` says which), by the mean chrF with a band of WORSE_BY: worse, the same, better,
+    or not measured (no question of that set asked, or every answer of a side failed)."""
+
+    outcome: str  # worse | same | better | not measured
+    set: str | None = None  # heldout | train: the questions it was decided on
+    rows: int = 0
+    base: float | None = None  # mean chrF
+    tuned: float | None = None
+    band: float = WORSE_BY
+    errors: int = 0  # failed answers, in either set (a failed answer scores 0)
+    ok: bool = False  # measured, not worse and every answer came back: exit 0, the step done
+    line: str = ""  # the sentence the CLI, the report and the Eval tab show
+    mark: str = ""  # the short form, beside the step in the stepper
+
+    def to_json(self) -> dict:
+        return self.model_dump(mode="json")
+
+
+def decided_on(sets: dict[str, SetSummary]) -> str:
+    """The set the verdict is decided on: the held-out questions when any was asked, else the training ones."""
+    held = sets.get("heldout")
+    return "heldout" if held is not None and held.rows else "train"
+
+
+def eval_verdict(sets: dict[str, SetSummary]) -> EvalVerdict:
+    name = decided_on(sets)
+    summary = sets.get(name) or SetSummary()
+    where = set_label(name)
+    errors = sum(s.base.errors + s.tuned.errors for s in sets.values())
+    if not summary.rows:
+        return EvalVerdict(outcome=NOT_MEASURED, line=_("no question was answered"),
+                           mark=_("eval: no question was answered"))
+    if summary.base.errors == summary.rows or summary.tuned.errors == summary.rows:
+        line = _("not measured: every answer of one model failed on the {where} questions; their errors are in "
+                 "rows.jsonl", where=where)
+        return EvalVerdict(outcome=NOT_MEASURED, set=name, rows=summary.rows, errors=errors, line=line,
+                           mark=_("eval: not measured ({where})", where=where))
+    base, tuned = summary.base.chrf, summary.tuned.chrf
+    gain = round(tuned - base, 4)
+    outcome = BETTER if gain > WORSE_BY else WORSE if gain < -WORSE_BY else SAME
+    text = {BETTER: _("the tuned model beats its base on the {where} questions (chrF {base:.2f} → {tuned:.2f})",
+                      where=where, base=base, tuned=tuned),
+            WORSE: _("the tuned model is worse than its base on the {where} questions (chrF {base:.2f} → "
+                     "{tuned:.2f}); docs/verify.md says what to change", where=where, base=base, tuned=tuned),
+            SAME: _("the tuned model scores like its base on the {where} questions (chrF {base:.2f} → {tuned:.2f})",
+                    where=where, base=base, tuned=tuned)}[outcome]
+    label = {BETTER: _("better"), WORSE: _("worse"), SAME: _("same")}[outcome]
+    mark = _("eval: {where} chrF {base:.2f} → {tuned:.2f}, {outcome}", where=where, base=base, tuned=tuned,
+             outcome=label)
+    if errors:
+        mark += " · " + _n("{n} answer failed", "{n} answers failed", errors)
+    return EvalVerdict(outcome=outcome, set=name, rows=summary.rows, base=base, tuned=tuned, errors=errors,
+                       ok=outcome != WORSE and not errors, line=text, mark=mark)
 
 
 class TargetInfo(BaseModel):
@@ -138,23 +197,12 @@ class EvalReport(BaseModel):
             out.append(["", "Δ"] + ["-" if b is None or t is None else f"{t - b:+.2f}" for b, t in zip(base, tuned)])
         return out
 
-    def verdict(self) -> str:
-        """One line: did the fine-tune pay off on the held-out questions (else on the training ones)?"""
-        name = "heldout" if self.sets.get("heldout") and self.sets["heldout"].rows else "train"
-        summary = self.sets.get(name)
-        if summary is None or not summary.rows:
-            return _("no question was answered")
-        gain = summary.tuned.chrf - summary.base.chrf
-        where = set_label(name)
-        if gain >= WORSE_BY:
-            return _("the tuned model beats its base on the {where} questions (chrF {base:.2f} → {tuned:.2f})",
-                     where=where, base=summary.base.chrf, tuned=summary.tuned.chrf)
-        if gain <= -WORSE_BY:
-            return _("the tuned model is worse than its base on the {where} questions (chrF {base:.2f} → {tuned:.2f}); "
-                     "docs/verify.md says what to change", where=where, base=summary.base.chrf,
-                     tuned=summary.tuned.chrf)
-        return _("the tuned model scores like its base on the {where} questions (chrF {base:.2f} → {tuned:.2f})",
-                 where=where, base=summary.base.chrf, tuned=summary.tuned.chrf)
+    @computed_field
+    @property
+    def verdict(self) -> EvalVerdict:
+        """Is the tuned model worse than its base? core.eval's one answer: the CLI's exit code and `--json`,
+        the Markdown report and the Playground's line and mark all render it."""
+        return eval_verdict(self.sets)
 
     def lines(self) -> list[str]:
         out = [_("eval {id} · dataset {dataset}", id=self.id, dataset=self.dataset),
@@ -164,7 +212,7 @@ class EvalReport(BaseModel):
             out.append(_("judge: {model} at {url}", model=self.judge.model, url=self.judge.url))
         if self.note:
             out.append(self.note)
-        out += [""] + _text_table([self.header()] + self.table()) + ["", self.verdict()]
+        out += [""] + _text_table([self.header()] + self.table()) + ["", self.verdict.line]
         worse = sum(s.worse for s in self.sets.values())
         if worse:
             out.append(_n("{n} row where the tuned model did worse than its base: see {file}",
@@ -216,7 +264,7 @@ def markdown(report: EvalReport, rows: list[EvalRow]) -> str:
     header = report.header()
     out += ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(r) + " |" for r in report.table()]
-    out += ["", report.verdict()]
+    out += ["", report.verdict.line]
     if report.lm_eval or report.lm_eval_error:
         out += ["", "## lm-evaluation-harness", ""] + ["    " + line for line in report.harness_lines()]
     worse = worse_rows(rows)
@@ -265,7 +313,31 @@ def load_eval(ws: Workspace, eval_id: str) -> tuple[EvalReport, list[EvalRow]]:
     return report, rows
 
 
-def latest_eval(ws: Workspace) -> str | None:
+def saved_eval(ws: Workspace, eval_id: str | None = None) -> tuple[EvalReport, list[EvalRow]]:
+    """A saved evaluation (the latest when `eval_id` is None); EvalInputError says why it cannot be read."""
+    from core.eval.questions import EvalInputError
+
+    ids = saved_ids(ws)
+    if not ids:
+        raise EvalInputError(_("no evaluation is saved in {folder}; run `devtune eval` first",
+                               folder=ws.rel(evals_dir(ws))))
+    eval_id = eval_id or ids[-1]
+    if eval_id not in ids:
+        raise EvalInputError(_("no evaluation {id} in {folder} (the latest: {ids})", id=eval_id,
+                               folder=ws.rel(evals_dir(ws)), ids=", ".join(ids[-5:])))
+    folder = evals_dir(ws) / eval_id
+    try:
+        return load_eval(ws, eval_id)
+    except (OSError, ValueError) as exc:
+        raise EvalInputError(_("{folder} cannot be read ({error}); run `devtune eval` again",
+                               folder=ws.rel(folder), error=str(exc).splitlines()[0])) from exc
+
+
+def saved_ids(ws: Workspace) -> list[str]:
     folder = evals_dir(ws)
-    found = sorted(p.name for p in folder.iterdir() if (p / "report.json").is_file()) if folder.is_dir() else []
+    return sorted(p.name for p in folder.iterdir() if (p / "report.json").is_file()) if folder.is_dir() else []
+
+
+def latest_eval(ws: Workspace) -> str | None:
+    found = saved_ids(ws)
     return found[-1] if found else None

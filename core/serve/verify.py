@@ -1,11 +1,9 @@
 """The closed-loop check: does the served model answer what it was taught?
 
-Questions come from the run's own dataset (its train YAML's `dataset` and `dataset_dir`, resolved
-through `dataset_info.json` as LLaMA-Factory does): alpaca rows give instruction + "\\n" + input
-(LLaMA-Factory's join) and expect `output`, with `history` as prior turns; sharegpt / openai rows
-give the turns before the last assistant message and expect that message. The run's `eval_dataset`,
-when it has one, is the held-out split: asked and scored too, but not part of the verdict (a model
-is not expected to recite answers it never saw).
+Questions come from the run's own dataset (its train YAML's `dataset` and `dataset_dir`), read by
+core.eval.questions as LLaMA-Factory reads the rows (the reader `devtune eval` uses too), `n` of them spread
+evenly over the data. The run's `eval_dataset`, when it has one, is the held-out split: asked and scored
+too, but not part of the verdict (a model is not expected to recite answers it never saw).
 
 Each answer is asked greedily (temperature 0) and scored with chrF against the expected output
 (core.serve.similarity; docs/verify.md explains the measure and the thresholds, measured on the tiny
@@ -14,13 +12,11 @@ model trained vs. untrained).
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
 from pydantic import BaseModel, Field
 
+from core.eval.questions import Question, QuestionsError, dataset_questions, pick
 from core.i18n import _, _n
 from core.serve.similarity import similarity
 from core.workspace.layout import Workspace
@@ -28,20 +24,11 @@ from core.workspace.layout import Workspace
 PASS_SCORE = 0.5  # an answer counts as "taught" at chrF >= 0.5
 VERDICT_SCORE = 0.6  # and the model passes when its mean chrF over training questions reaches 0.6
 DEFAULT_N = 20
+HELD_OUT = "held-out"  # the split of the eval_dataset's questions
 
 
 class VerifyError(Exception):
-    pass
-
-
-@dataclass
-class Question:
-    prompt: str
-    expected: str
-    history: list[tuple[str, str]] = field(default_factory=list)
-    system: str = ""
-    split: str = "train"  # train | held-out
-    source: str = ""  # dataset name and row number
+    """The run's questions cannot be read; the message says what to do (exit 2)."""
 
 
 class QuestionResult(BaseModel):
@@ -72,109 +59,6 @@ class VerifyReport(BaseModel):
     summary: str = ""
 
 
-# ---------------------------------------------------------------- reading the dataset
-
-def _rows(path: Path) -> list[dict]:
-    files = sorted(p for p in path.rglob("*") if p.suffix in (".json", ".jsonl")) if path.is_dir() else [path]
-    rows: list[dict] = []
-    for f in files:
-        text = f.read_text(encoding="utf-8-sig")
-        if f.suffix == ".jsonl":
-            for n, line in enumerate(text.splitlines(), 1):
-                if line.strip():
-                    try:
-                        rows.append(json.loads(line))
-                    except ValueError as exc:
-                        raise VerifyError(_("{file}:{line} is not valid JSON ({error}); `devtune data lint` "
-                                            "finds and fixes such lines", file=f.name, line=n, error=str(exc))) from exc
-        else:
-            try:
-                data = json.loads(text)
-            except ValueError as exc:
-                raise VerifyError(_("{file} is not valid JSON: {error}", file=f.name, error=str(exc))) from exc
-            rows += data if isinstance(data, list) else [data]
-    return [r for r in rows if isinstance(r, dict)]
-
-
-def _alpaca(row: dict, cols: dict) -> tuple[str, str, list, str] | None:
-    parts = [str(row.get(cols.get("prompt", "instruction")) or ""), str(row.get(cols.get("query", "input")) or "")]
-    prompt = "\n".join(p for p in parts if p)
-    expected = row.get(cols.get("response", "output"))
-    if isinstance(expected, list):  # ranking data: the chosen answer first
-        expected = expected[0] if expected else None
-    if not prompt or not isinstance(expected, str):
-        return None
-    history = []
-    raw = row.get(cols["history"]) if cols.get("history") else None
-    for pair in raw if isinstance(raw, list) else []:
-        if isinstance(pair, (list, tuple)) and len(pair) == 2:
-            history.append((str(pair[0]), str(pair[1])))
-    return prompt, expected, history, str(row.get(cols.get("system", "system")) or "")
-
-
-def _conversation(row: dict, cols: dict, tags: dict, formatting: str) -> tuple[str, str, list, str] | None:
-    openai = formatting == "openai"
-    key = cols.get("messages") or ("messages" if openai else "conversations")
-    turns = row.get(key) or row.get("messages") or row.get("conversations")
-    if not isinstance(turns, list):
-        return None
-    role = tags.get("role_tag", "role" if openai else "from")
-    content = tags.get("content_tag", "content" if openai else "value")
-    user, assistant = tags.get("user_tag", "user" if openai else "human"), tags.get("assistant_tag",
-                                                                                     "assistant" if openai else "gpt")
-    system_tag = tags.get("system_tag", "system")
-    system = str(row.get(cols.get("system", "system")) or "")
-    pairs, pending = [], None
-    for turn in turns:
-        if not isinstance(turn, dict):
-            return None
-        who, text = turn.get(role), str(turn.get(content) or "")
-        if who == system_tag:
-            system = text
-        elif who == user:
-            pending = text
-        elif who == assistant and pending is not None:
-            pairs.append((pending, text))
-            pending = None
-    if not pairs:
-        return None
-    *history, (prompt, expected) = pairs
-    return prompt, expected, history, system
-
-
-def dataset_questions(dataset_dir: Path, names: list[str], split: str) -> list[Question]:
-    info_path = dataset_dir / "dataset_info.json"
-    try:
-        info = json.loads(info_path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise VerifyError(_("cannot read {path}: {error}", path=str(info_path), error=exc.strerror or str(exc))) from exc
-    except ValueError as exc:
-        raise VerifyError(_("{path} is not valid JSON: {error}", path=str(info_path), error=str(exc))) from exc
-    out: list[Question] = []
-    for name in names:
-        attr = info.get(name)
-        if not isinstance(attr, dict):
-            raise VerifyError(_("dataset {name} is not in {path}", name=name, path=str(info_path)))
-        if "file_name" not in attr:
-            raise VerifyError(_("dataset {name} is not a local file (hub or script datasets cannot be read back "
-                                "for verification)", name=name))
-        formatting = attr.get("formatting", "alpaca")
-        cols, tags = attr.get("columns") or {}, attr.get("tags") or {}
-        for n, row in enumerate(_rows(dataset_dir / attr["file_name"]), 1):
-            parsed = _alpaca(row, cols) if formatting == "alpaca" else _conversation(row, cols, tags, formatting)
-            if parsed:
-                prompt, expected, history, system = parsed
-                out.append(Question(prompt, expected, history, system, split, f"{name}#{n}"))
-    return out
-
-
-def pick(questions: list[Question], n: int) -> list[Question]:
-    """`n` questions spread evenly over the dataset (the same ones every time)."""
-    if n <= 0 or n >= len(questions):
-        return list(questions)
-    return [questions[int(i * len(questions) / n)] for i in range(n)]
-
-
 def run_questions(ws: Workspace, run_ref: str | None = None, *, n: int = DEFAULT_N) -> list[Question]:
     """`n` training questions of the run (+ up to `n` held-out ones from its eval_dataset)."""
     from core.train.run_facts import find_train_run, read_train_facts
@@ -184,10 +68,13 @@ def run_questions(ws: Workspace, run_ref: str | None = None, *, n: int = DEFAULT
     if not facts.dataset:
         raise VerifyError(_("the run's train YAML names no dataset"))
     dataset_dir = ws.abs(facts.dataset_dir)
-    train = pick(dataset_questions(dataset_dir, facts.dataset, "train"), n)
+    try:
+        train = pick(dataset_questions(dataset_dir, facts.dataset, "train"), n)
+        held = pick(dataset_questions(dataset_dir, facts.eval_dataset, HELD_OUT), n) if facts.eval_dataset else []
+    except QuestionsError as exc:
+        raise VerifyError(str(exc)) from exc
     if not train:
         raise VerifyError(_("no usable question/answer pairs in dataset {names}", names=", ".join(facts.dataset)))
-    held = pick(dataset_questions(dataset_dir, facts.eval_dataset, "held-out"), n) if facts.eval_dataset else []
     return train + held
 
 

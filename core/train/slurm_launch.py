@@ -45,7 +45,7 @@ def preflight_files(ws: Workspace, spec, config: str) -> list[str]:
     the model's config.json (a local model)."""
     from core.config.spec import value
     from core.config.yaml_out import deepspeed_path
-    from core.data.register import read_dataset_info
+    from core.data.dataset_info import DatasetInfoError, read_dataset_info
 
     files = [config]
     ds = deepspeed_path(spec)
@@ -54,7 +54,7 @@ def preflight_files(ws: Workspace, spec, config: str) -> list[str]:
     dataset_dir = str(value(spec, "dataset_dir") or "data")
     try:
         info = read_dataset_info(ws.abs(dataset_dir))
-    except Exception:  # noqa: BLE001 - an unreadable dataset_info.json: LLaMA-Factory will say so itself
+    except DatasetInfoError:  # an unreadable dataset_info.json: LLaMA-Factory will say so itself
         info = {}
     for name in value(spec, "dataset") or []:
         entry = info.get(name) if isinstance(info, dict) else None

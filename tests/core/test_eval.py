@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from core.eval.eval_report import EvalRow, SideAnswer, load_eval, markdown, worse_rows
+from core.eval.eval_report import (BETTER, NOT_MEASURED, SAME, WORSE, WORSE_BY, EvalRow, SetSummary, SideAnswer,
+                                   SideMetrics, eval_verdict, load_eval, markdown, set_label, worse_rows)
 from core.eval.harness import HarnessOptions, harness_argv, harness_env, lora_refusal, read_results
 from core.eval.judge import judge_body, judge_prompt_file, load_rubric, parse_verdict
 from core.eval.questions import EvalInputError, eval_questions, sample
@@ -47,7 +48,7 @@ def test_without_a_held_out_set_only_training_rows(workspace):
     with pytest.raises(EvalInputError, match="dataset nope is not in"):
         eval_questions(workspace, "nope")
     (workspace.data_dir / "dataset_info.json").write_text("{broken")
-    with pytest.raises(EvalInputError, match="dataset_info.json is not valid JSON"):
+    with pytest.raises(EvalInputError, match=r"dataset_info.json:1:\d+: invalid JSON"):
         eval_questions(workspace, "qa")
     _dataset(workspace)
     (workspace.data_dir / "qa.heldout.jsonl").unlink()
@@ -68,11 +69,58 @@ def test_the_report_its_table_files_and_the_rows_the_tuned_model_lost(workspace)
     assert saved.header()[:3] == ["set", "model", "chrF"] and "judge 1-5" not in saved.header()
     lost = worse_rows(rows)
     assert [r.source for r in lost] == ["support_qa_eval#3"] and saved.sets["heldout"].worse == 1
-    assert "beats its base on the held-out questions" in saved.verdict()
+    assert "beats its base on the held-out questions" in saved.verdict.line
     md = (workspace.root / saved.folder / "report.md").read_text()
     assert md == markdown(saved, rows) and "Do you ship abroad?" in md and "| held-out (3) | base |" in md
     text = "\n".join(saved.lines())
     assert "1 row where the tuned model did worse" in text and "report.md" in text
+
+
+def _sets(held: tuple | None, train: tuple, errors: int = 0) -> dict[str, SetSummary]:
+    def summary(pair, rows=4):
+        return SetSummary(rows=rows, base=SideMetrics(chrf=pair[0]), tuned=SideMetrics(chrf=pair[1], errors=errors))
+    return {"heldout": summary(held) if held else SetSummary(), "train": summary(train)}
+
+
+@pytest.mark.parametrize("held, train, outcome, decided", [
+    ((0.50, 0.46), (0.1, 0.9), SAME, "heldout"),  # 0.04 lost: inside the band
+    ((0.50, 0.45), (0.1, 0.9), SAME, "heldout"),  # the band's edge is still the same
+    ((0.50, 0.44), (0.1, 0.9), WORSE, "heldout"),
+    ((0.50, 0.56), (0.9, 0.1), BETTER, "heldout"),  # the held-out questions decide, not the training ones
+    (None, (0.60, 0.30), WORSE, "train"),  # no held-out question asked: the training ones decide
+    (None, (0.30, 0.60), BETTER, "train")])
+def test_the_verdict_is_decided_on_the_held_out_questions_with_a_band(held, train, outcome, decided):
+    verdict = eval_verdict(_sets(held, train))
+    assert (verdict.outcome, verdict.set, verdict.band) == (outcome, decided, WORSE_BY)
+    assert verdict.ok == (outcome != WORSE)
+    assert set_label(decided) in verdict.line and set_label(decided) in verdict.mark
+
+
+def test_a_failed_answer_or_nothing_asked_is_no_pass():
+    failed = eval_verdict(_sets((0.5, 0.6), (0.5, 0.6), errors=1))
+    assert failed.outcome == BETTER and not failed.ok and "2 answers failed" in failed.mark
+    assert eval_verdict(_sets((0.5, 0.6), (0.5, 0.6), errors=4)).outcome == NOT_MEASURED  # every tuned one
+    nothing = eval_verdict({"heldout": SetSummary(), "train": SetSummary()})
+    assert nothing.outcome == NOT_MEASURED and not nothing.ok and nothing.set is None
+
+
+def test_eval_show_reads_a_saved_evaluation_or_says_there_is_none(workspace, capsys):
+    from cli.main import main
+
+    assert main(["-w", str(workspace.root), "eval", "--show"]) == 2
+    assert "no evaluation is saved in .devtune/evals" in capsys.readouterr().err
+    write_recorded_eval(workspace)
+    assert main(["-w", str(workspace.root), "eval", "--show", "nope"]) == 2
+    said = capsys.readouterr().err
+    assert "no evaluation nope" in said and "20261201-120000" in said  # and the ones there are
+    assert main(["-w", str(workspace.root), "eval", "--show"]) == 0
+    assert "beats its base on the held-out questions" in capsys.readouterr().out
+
+
+def test_nothing_to_ask_is_bad_input(workspace):
+    _dataset(workspace, eval_entry=False)
+    with pytest.raises(EvalInputError, match="nothing to ask"):
+        eval_questions(workspace, "qa", train_sample=0)
 
 
 def test_a_row_is_worse_by_the_judge_when_both_were_judged():

@@ -7,9 +7,10 @@ import json
 import pytest
 import yaml
 
+from core.eval.questions import QuestionsError, dataset_questions, pick
 from core.serve.chat import Endpoint
-from core.serve.verify import (PASS_SCORE, VERDICT_SCORE, QuestionResult, VerifyError, VerifyReport, dataset_questions,
-                         pick, run_questions, summarize, verify)
+from core.serve.verify import (PASS_SCORE, VERDICT_SCORE, QuestionResult, VerifyError, VerifyReport, run_questions,
+                               summarize, verify)
 from tests.core.test_export import make_run
 from tests.fixtures.serve.replay_server import serve_in_thread
 
@@ -57,16 +58,22 @@ def test_sharegpt_and_openai_rows_ask_the_last_turn(tmp_path):
 
 def test_unreadable_or_unknown_datasets_are_clear_errors(tmp_path):
     write_dataset(tmp_path, "qa", [{"instruction": "q", "output": "a"}])
-    with pytest.raises(VerifyError, match="not in"):
+    with pytest.raises(QuestionsError, match="not in"):
         dataset_questions(tmp_path, ["missing"], "train")
     (tmp_path / "qa.jsonl").write_text('{"instruction": "q", "output": "a"}\n{"instruction": "q",}\n')
-    with pytest.raises(VerifyError, match="qa.jsonl:2 is not valid JSON"):
+    with pytest.raises(QuestionsError, match="qa.jsonl:2 is not valid JSON"):
         dataset_questions(tmp_path, ["qa"], "train")
     info = json.loads((tmp_path / "dataset_info.json").read_text())
     info["hub"] = {"hf_hub_url": "org/data"}
+    info["gone"] = {"file_name": "gone.jsonl"}
     (tmp_path / "dataset_info.json").write_text(json.dumps(info))
-    with pytest.raises(VerifyError, match="not a local file"):
+    with pytest.raises(QuestionsError, match="not a local file"):
         dataset_questions(tmp_path, ["hub"], "train")
+    with pytest.raises(QuestionsError, match="dataset gone: .*gone.jsonl not found"):
+        dataset_questions(tmp_path, ["gone"], "train")
+    (tmp_path / "dataset_info.json").write_text('["qa"]')  # the one reader's error, naming the file
+    with pytest.raises(QuestionsError, match="dataset_info.json: the top level must be an object"):
+        dataset_questions(tmp_path, ["qa"], "train")
 
 
 def test_pick_spreads_over_the_dataset():
@@ -81,6 +88,15 @@ def test_run_questions_follow_the_runs_yaml_with_a_held_out_split(workspace):
     qs = run_questions(workspace, run, n=10)
     assert [q.split for q in qs].count("train") == 10 and qs[-1].split == "held-out"
     assert qs[0].prompt == "q0" and qs[1].prompt == "q3"
+    # devtune eval reads the same rows into the same questions (one reader): the whole training set, sampled
+    from core.eval.questions import eval_questions
+
+    asked = eval_questions(workspace, "qa", train_sample=30).train
+    everything = run_questions(workspace, run, n=30)[:30]
+    assert [(q.prompt, q.expected, q.source) for q in asked] == [(q.prompt, q.expected, q.source) for q in everything]
+    gone = make_run(workspace, "20260102-000000-qa", dataset="nope", dataset_dir="data")
+    with pytest.raises(VerifyError, match="dataset nope is not in"):
+        run_questions(workspace, gone)
 
 
 def result(score, split="train", error=None):
@@ -100,7 +116,7 @@ def test_verdict_uses_the_mean_score_of_training_questions():
 
 
 def test_verify_asks_greedily_and_scores_each_answer(tmp_path):
-    from core.serve.verify import Question
+    from core.eval.questions import Question
 
     server, url, handler = serve_in_thread("vllm_stream.sse", api_key="k")
     handler.requests.clear()

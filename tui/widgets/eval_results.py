@@ -78,7 +78,7 @@ class EvalResults(Vertical):
         """A core.eval EvalReport and its rows (the worse ones are paged)."""
         from core.eval.eval_report import worse_rows
 
-        lines = [report.verdict()]
+        lines = [report.verdict.line]
         if report.note:
             lines.append(report.note)
         if report.lm_eval or report.lm_eval_error:
