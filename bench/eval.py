@@ -61,8 +61,8 @@ def bench_scoring(n_refs: int = 5000) -> None:
     for ref, b, t in pairs:
         tok = "zh" if any("\u4e00" <= c <= "\u9fff" for c in ref) else "13a"
         for answer in (b, t):
-            sentence_chrf(answer, [ref]).score
-            sentence_bleu(answer, [ref], tokenize=tok).score
+            _score = sentence_chrf(answer, [ref]).score
+            _score = sentence_bleu(answer, [ref], tokenize=tok).score
     bare = time.perf_counter() - start
     start = time.perf_counter()
     score_rows(rows)

@@ -8,7 +8,8 @@ needed) when they run.
 The language of the help texts is known before the parser is built: `--lang` is looked for in argv
 first (else DEVTUNE_LANG / LC_ALL / LC_MESSAGES / LANG decide), since register() translates them.
 
-Exit codes: 0 ok, 1 problems found, 2 usage error or unreadable input.
+Exit codes: 0 ok, 1 problems found, 2 usage error or unreadable input. A devtune error raised by a
+handler is turned into its exit code here, once (core/errors.py holds the table).
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ import importlib
 import os
 import sys
 
-from core.i18n import LANGUAGES, _, current_language
 from cli.commands import COMMAND_MODULES
+from core.errors import EXIT_INTERRUPTED, EXIT_OK, DevtuneError
+from core.i18n import LANGUAGES, _, current_language
 
 VERSION = "0.1.0"
-EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 
 
 def add_common(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
@@ -150,9 +151,12 @@ def main(argv: list[str] | None = None) -> int:
         handler = run_wizard
     try:
         return int(handler(args) or 0)
+    except DevtuneError as exc:  # the one place an error becomes an exit code (core/errors.py's table)
+        print(f"devtune: {exc}", file=sys.stderr)
+        return exc.exit_code
     except KeyboardInterrupt:
         print(_("interrupted"), file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # `devtune ... | head`: the reader went away; nothing left to say.
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -3,8 +3,9 @@ needs, a footer with the keys, the workspace and state — and the one way to wo
 
 Background work: `run_background(fn, *args, ...)` runs `fn(job, *args)` off the event loop (a thread, or
 the loop itself for an `async def`), and what it produces comes back as a Message handled here, on the
-event loop: `progress(value)` for each `job.report(value)`, `done(result)` when it returns. A `UserError`
-it raises (a problem the person can fix, saying which file or field and what to do) lands in the step's
+event loop: `progress(value)` for each `job.report(value)`, `done(result)` when it returns. A devtune
+error it raises (core/errors.py's DevtuneError, or a screen's own UserError: a problem the person can fix,
+saying which file or field and what to do) lands in the step's
 error box and marks the step; any other exception is shown as "<what> failed: <kind>: <error>" — never a
 crash. A function in the background never touches a widget: it gets plain values and returns plain values.
 
@@ -32,6 +33,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
+from core.errors import BadInput, DevtuneError
 from core.i18n import _
 from tui.widgets.step_guide import StepGuide
 from tui.widgets.stepper import Stepper
@@ -68,8 +70,10 @@ def step_binding(step: str, kind: str, action: str, description: str, *, tooltip
                    id=f"{step}.{kind}" + (f"-{alias}" if alias else ""))
 
 
-class UserError(Exception):
-    """A problem the person can fix; the message names the file or field and says what to do."""
+class UserError(BadInput):
+    """A problem the person can fix that a screen finds itself (a form field); the message names the file or
+    field and says what to do. Core's errors need no wrapping: any DevtuneError (core/errors.py) raised in
+    the background lands in the step's error box the same way."""
 
 
 class Job:
@@ -81,7 +85,7 @@ class Job:
         self.worker: Worker | None = None
         self.on_progress: Callable[[Any], None] | None = None
         self.on_done: Callable[[Any], None] | None = None
-        self.on_failed: Callable[[UserError], None] | None = None
+        self.on_failed: Callable[[DevtuneError], None] | None = None
         self._batch: list = []
         self._batch_sent = 0.0
         self._lock = threading.Lock()
@@ -137,7 +141,7 @@ class StepScreen(Screen):
     @dataclass
     class WorkFailed(Message):
         job: Job
-        error: UserError
+        error: DevtuneError
 
     @property
     def ws(self):
@@ -184,12 +188,13 @@ class StepScreen(Screen):
     # ---- background work -----------------------------------------------------------------------
     def run_background(self, fn: Callable, *args, group: str, description: str,
                        done: Callable[[Any], None] | None = None, progress: Callable[[Any], None] | None = None,
-                       failed: Callable[[UserError], None] | None = None, exclusive: bool = True) -> Worker:
+                       failed: Callable[[DevtuneError], None] | None = None, exclusive: bool = True) -> Worker:
         """Run `fn(job, *args)` off the event loop (an `async def` runs as an async worker on it).
 
         `done(result)`, `progress(value)` and `failed(user_error)` are called on the event loop, and only
         while the job is current: a job replaced by a newer one of its `group` (exclusive) is cancelled and
-        its late messages are dropped. A UserError is shown in the error box and marks the step after
+        its late messages are dropped. A DevtuneError (a UserError, or any of core's) is shown in the error box
+        and marks the step after
         `failed`; other exceptions are shown by `on_worker_state_changed`."""
         job = Job(self, description)
         job.on_done, job.on_progress, job.on_failed = done, progress, failed
@@ -199,7 +204,7 @@ class StepScreen(Screen):
                 job.worker = get_current_worker()
                 try:
                     result = await fn(job, *args)
-                except UserError as exc:
+                except DevtuneError as exc:
                     job.flush()
                     self.post_message(self.WorkFailed(job, exc))
                     return None
@@ -214,7 +219,7 @@ class StepScreen(Screen):
             job.worker = get_current_worker()
             try:
                 result = fn(job, *args)
-            except UserError as exc:
+            except DevtuneError as exc:
                 job.flush()
                 self.post_message(self.WorkFailed(job, exc))
                 return None

@@ -153,7 +153,7 @@ class DataScreen(SynthHandlers, StepScreen):
 
         preview = Preview(path)
         rows = preview.first_page(FIRST_PAGE)
-        preview.schema  # decided here, not in the UI thread
+        _schema = preview.schema  # decided here, not in the UI thread
         painted = threading.Event()
         job.report(DataScreen.Opened(preview, rows, painted))
         painted.wait(timeout=2.0)  # the index scan starts once the first page is on screen

@@ -280,7 +280,7 @@ class DevtuneApp(App[int]):
         yield SystemCommand(_("Help: keys"), _("Show every key binding"), self.action_help)
         # every action bound on the current step, so nothing is reachable by key only
         seen = set()
-        for key, active in screen.active_bindings.items():
+        for active in screen.active_bindings.values():
             binding = active.binding
             if not binding.description or active.node is self or binding.action in seen:
                 continue

@@ -13,9 +13,9 @@ from __future__ import annotations
 import sys
 
 from core.i18n import _, _n
-from cli.commands.output import emit_json, err, workspace
+from cli.commands.output import emit_json, workspace
 
-EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
+from core.errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, BadInput
 
 
 def register(sub, add_common) -> list[str]:
@@ -167,7 +167,6 @@ def _model_template(args) -> str | None:
 def run_init(args) -> int:
     from pydantic import ValidationError
 
-    from core.files.atomic import FileExistsRefused
     from core.config.files import DEFAULT_CONFIG, preview, record_sidecar, save_config
     from core.config.gpu_catalog import gpu_model
     from core.config.presets import PRESETS, preset_spec
@@ -178,8 +177,7 @@ def run_init(args) -> int:
     ws = workspace(args).ensure()
     out_path = args.output or DEFAULT_CONFIG
     if args.gpu_model and gpu_model(args.gpu_model) is None:
-        err(_("unknown GPU {id}; see: devtune config presets", id=args.gpu_model))
-        return EXIT_USAGE
+        raise BadInput(_("unknown GPU {id}; see: devtune config presets", id=args.gpu_model))
     adopted = False
     kept: list[str] = []
     notes: list[str] = []
@@ -191,8 +189,7 @@ def run_init(args) -> int:
         else:
             name = args.preset or starting_preset(ws)
             if name not in PRESETS:
-                err(_("unknown preset {name}; choose one of {names}", name=name, names=", ".join(PRESETS)))
-                return EXIT_USAGE
+                raise BadInput(_("unknown preset {name}; choose one of {names}", name=name, names=", ".join(PRESETS)))
             state = ws.load_state()
             spec = preset_spec(name, [state.dataset_name] if state.dataset_name else None)
         spec, changed = _overrides(args, spec)
@@ -207,15 +204,10 @@ def run_init(args) -> int:
         else:
             saved = save_config(ws, spec, out_path, force=args.force)
     except ImportProblem as exc:
-        err(_("cannot import {path}: {error}", path=args.from_yaml, error=str(exc)))
-        return EXIT_USAGE
+        raise BadInput(_("cannot import {path}: {error}", path=args.from_yaml, error=str(exc))) from exc
     except ValidationError as exc:
         first = exc.errors()[0]
-        err(_("{key}: {error}", key=".".join(str(p) for p in first["loc"]), error=first["msg"]))
-        return EXIT_USAGE
-    except FileExistsRefused as exc:
-        err(str(exc))
-        return EXIT_USAGE
+        raise BadInput(_("{key}: {error}", key=".".join(str(p) for p in first["loc"]), error=first["msg"])) from exc
     shown = preview(ws, spec, out_path, catalog=_cached_catalog(ws))
     _remember(ws, shown, out_path, StepStatus)
     if args.json:
@@ -254,15 +246,11 @@ def _remember(ws, shown, path: str, StepStatus) -> None:
 # ---- show / check / command / export -------------------------------------------------------------
 
 def _load(args):
-    from core.config.files import ConfigMissing, load_config
-    from core.config.yaml_in import ImportProblem
+    """The workspace and its config; a missing or unreadable config is core's error (exit 2, said by main)."""
+    from core.config.files import load_config
 
     ws = workspace(args)
-    try:
-        return ws, load_config(ws, getattr(args, "config", None))
-    except (ConfigMissing, ImportProblem) as exc:
-        err(str(exc))
-        return ws, None
+    return ws, load_config(ws, getattr(args, "config", None))
 
 
 def _preview_json(shown) -> dict:
@@ -313,8 +301,6 @@ def run_show(args) -> int:
     from core.config.memfit import human_bytes
 
     ws, loaded = _load(args)
-    if loaded is None:
-        return EXIT_USAGE
     shown = preview(ws, loaded.spec, loaded.path, catalog=_cached_catalog(ws))
     if args.json:
         emit_json({"config_file": loaded.path, "edited_by_hand": loaded.edited_by_hand, **_preview_json(shown)})
@@ -340,8 +326,6 @@ def run_check(args) -> int:
     from core.config.templates import load_catalog
 
     ws, loaded = _load(args)
-    if loaded is None:
-        return EXIT_USAGE
     if not args.no_llamafactory:  # a few seconds: said on stderr, --json too
         print(_("checking with LLaMA-Factory's own parser (a few seconds)..."), file=sys.stderr)
     catalog = load_catalog(ws.cache_dir / "lf_templates.json", cached_only=args.no_llamafactory)
@@ -362,13 +346,10 @@ def run_command(args) -> int:
     from core.config.files import node_commands
 
     ws, loaded = _load(args)
-    if loaded is None:
-        return EXIT_USAGE
     commands = node_commands(loaded.spec, loaded.path)
     if args.node_rank is not None:
         if not 0 <= args.node_rank < len(commands):
-            err(_("node rank must be between 0 and {last}", last=len(commands) - 1))
-            return EXIT_USAGE
+            raise BadInput(_("node rank must be between 0 and {last}", last=len(commands) - 1))
         commands = [commands[args.node_rank]]
     if args.json:
         emit_json({"cwd": str(ws.root), "commands": [{"node_rank": c.node_rank, "env": c.env, "argv": c.argv,
@@ -385,19 +366,12 @@ def run_command(args) -> int:
 def run_export(args) -> int:
     from pathlib import Path
 
-    from core.files.atomic import FileExistsRefused
     from core.config.files import export_yaml
     from core.config.yaml_out import deepspeed_path
 
     ws, loaded = _load(args)
-    if loaded is None:
-        return EXIT_USAGE
     dest = Path(args.dest).expanduser()
-    try:
-        export_yaml(ws, loaded.spec, dest, force=args.force)
-    except FileExistsRefused as exc:
-        err(str(exc))
-        return EXIT_USAGE
+    export_yaml(ws, loaded.spec, dest, force=args.force)
     print(_("wrote {path}", path=str(dest)))
     if loaded.spec.zero_stage is not None:
         print(_("  its deepspeed: {path} is relative to the workspace root", path=deepspeed_path(loaded.spec)))

@@ -12,6 +12,7 @@ import sys
 from core.i18n import _
 from cli.commands.output import emit_json, err
 from cli.commands.output import given_path as _path
+from cli.commands.output import reading, refuse_input
 
 MAX_LISTED = 200
 
@@ -121,44 +122,15 @@ def _lint(args, path):
         progress.done()
 
 
-def _refused_input(path) -> int | None:
-    """Exit 2 with the one message every data command gives for a file that cannot be a dataset."""
-    from core.data.reader import input_problem
-
-    problem = input_problem(path)
-    if problem is None:
-        return None
-    err(problem)
-    return 2
-
-
-def _unreadable(path, exc) -> int:
-    from core.data.wording import os_reason
-    from core.i18n import _
-
-    err(_("cannot read {path}: {error}", path=path, error=os_reason(exc)))
-    return 2
-
-
 # ------------------------------------------------------------------ lint
 
 def run_lint(args) -> int:
-    from core.data.tokens import TokenizerError
-    from core.i18n import _
-
     path = _path(args)
     if path.name == "dataset_info.json":
         return _lint_registry(args, path)
-    refused = _refused_input(path)
-    if refused is not None:
-        return refused
-    try:
+    refuse_input(path)
+    with reading(path):
         report = _lint(args, path)
-    except TokenizerError as exc:
-        err(str(exc))
-        return 2
-    except OSError as exc:
-        return _unreadable(path, exc)
     if args.json:
         emit_json(report.to_json())
     else:
@@ -219,7 +191,8 @@ def _lint_registry(args, path) -> int:
     from core.i18n import _
 
     if not path.exists():
-        return _unreadable(path, FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT)))
+        with reading(path):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT))
     findings = lint_dataset_info(path.parent)
     if args.json:
         emit_json({"file": str(path), "rows": None, "format": "dataset_info", "encoding": "utf-8",
@@ -248,22 +221,14 @@ def _save_registered_summary(args, path, report) -> None:
 # ------------------------------------------------------------------ fix / convert
 
 def run_fix(args) -> int:
-    from core.files.atomic import FileExistsRefused
-    from core.data.fix import FixRefused, fix_file
+    from core.data.fix import fix_file
 
     path, out = _path(args), _path(args, "output")
     rejects = _path(args, "rejects") if args.rejects else None
-    refused = _refused_input(path)
-    if refused is not None:
-        return refused
-    try:
+    refuse_input(path)
+    with reading(path):
         report = fix_file(path, out, rejects=rejects, yes=args.yes, force=args.force or args.yes,
                           progress=lambda m: print(f"  {m}", file=sys.stderr))
-    except (FixRefused, FileExistsRefused) as exc:
-        err(str(exc))
-        return 2
-    except OSError as exc:
-        return _unreadable(path, exc)
     if args.json:
         emit_json(report.to_json())
     else:
@@ -278,23 +243,14 @@ def run_fix(args) -> int:
 
 
 def run_convert(args) -> int:
-    from core.files.atomic import FileExistsRefused
-    from core.data.convert import ConvertError, convert_file, parse_columns
-    from core.data.fix import FixRefused
+    from core.data.convert import convert_file, parse_columns
 
     path, out = _path(args), _path(args, "output")
     rejects = _path(args, "rejects") if args.rejects else None
-    refused = _refused_input(path)
-    if refused is not None:
-        return refused
-    try:
+    refuse_input(path)
+    with reading(path):
         report = convert_file(path, out, source_format=args.source_format, columns=parse_columns(args.columns),
                               rejects=rejects, force=args.force)
-    except (ConvertError, FixRefused, FileExistsRefused) as exc:
-        err(str(exc))
-        return 2
-    except OSError as exc:
-        return _unreadable(path, exc)
     if args.json:
         emit_json(report.to_json())
     else:
@@ -305,30 +261,20 @@ def run_convert(args) -> int:
 # ------------------------------------------------------------------ register / stats
 
 def run_register(args) -> int:
-    from core.data.register import RegisterError, RegisterRefused, register_dataset
-    from core.i18n import _
     from cli.commands.output import workspace
+    from core.data.register import register_dataset
+    from core.i18n import _
 
     ws = workspace(args)
     path = _path(args)
     ddir = _path(args, "dataset_dir") if args.dataset_dir else ws.data_dir
-    refused = _refused_input(path)
-    if refused is not None:
-        return refused
+    refuse_input(path)
     if args.holdout is not None:
         from cli.commands.data_holdout import run_register_holdout
 
         return run_register_holdout(args, ws, path, ddir)
-    try:
+    with reading(path):
         result = register_dataset(path, args.name, ddir, ws_root=ws.root, force=args.force)
-    except RegisterRefused as exc:
-        err(str(exc))
-        return 1
-    except RegisterError as exc:
-        err(str(exc))
-        return 2
-    except OSError as exc:
-        return _unreadable(path, exc)
     remember_registered(ws, path, result)
     if args.json:
         emit_json(result.to_json())
@@ -356,21 +302,13 @@ def remember_registered(ws, path, result) -> None:
 
 
 def run_stats(args) -> int:
-    from core.data.tokens import TokenizerError
     from core.data.wording import counted, format_shown, language_shares, token_source_label
     from core.i18n import _
 
     path = _path(args)
-    refused = _refused_input(path)
-    if refused is not None:
-        return refused
-    try:
+    refuse_input(path)
+    with reading(path):
         report = _lint(args, path)
-    except TokenizerError as exc:
-        err(str(exc))
-        return 2
-    except OSError as exc:
-        return _unreadable(path, exc)
     s = report.stats
     if args.json:
         emit_json({"file": report.file, "rows": report.rows, "format": report.format, "encoding": report.encoding,

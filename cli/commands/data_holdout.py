@@ -9,7 +9,7 @@ cannot be made without leaking or below the minimums), 2 a bad --holdout or unre
 from __future__ import annotations
 
 from core.i18n import _
-from cli.commands.output import emit_json, err
+from cli.commands.output import emit_json
 
 
 def add_holdout_arguments(reg) -> None:
@@ -22,27 +22,14 @@ def add_holdout_arguments(reg) -> None:
 
 
 def run_register_holdout(args, ws, path, ddir) -> int:
-    from core.data.holdout import DEFAULT_SEED, Holdout, HoldoutError
+    from cli.commands.output import reading
+    from core.data.holdout import DEFAULT_SEED, Holdout
     from core.data.holdout_files import register_with_holdout
-    from core.data.register import RegisterError, RegisterRefused
 
-    try:
-        holdout = Holdout.parse(args.holdout)
-    except HoldoutError as exc:
-        err(str(exc))
-        return 2
+    holdout = Holdout.parse(args.holdout)
     seed = DEFAULT_SEED if args.seed is None else args.seed
-    try:
+    with reading(path):
         result = register_with_holdout(path, args.name, ddir, holdout, seed=seed, ws_root=ws.root, force=args.force)
-    except (RegisterRefused, HoldoutError) as exc:
-        err(str(exc))
-        return 1
-    except RegisterError as exc:
-        err(str(exc))
-        return 2
-    except OSError as exc:
-        err(_("cannot read {path}: {error}", path=path, error=exc.strerror or exc))
-        return 2
     from core.workspace.changes import apply_change
 
     apply_change(ws, result.state_change(ws.rel(path)))  # as the wizard's Register: one state change, core's

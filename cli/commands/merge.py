@@ -8,7 +8,7 @@ import sys
 from core.i18n import _
 from cli.commands.output import emit_json, err, workspace
 
-EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
+from core.errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
 
 
 def register(sub, add_common) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -28,6 +29,33 @@ def emit_json_line(obj: Any) -> None:
 
 def err(msg: str) -> None:
     print(f"devtune: {msg}", file=sys.stderr)
+
+
+@contextmanager
+def reading(path):
+    """An OS error while the block reads `path` becomes core's BadInput naming the file (exit 2, said once by
+    cli.main); devtune's own errors (a refused overwrite is an OSError too) pass through as they are."""
+    from core.errors import BadInput, DevtuneError
+
+    try:
+        yield
+    except DevtuneError:
+        raise
+    except OSError as exc:
+        from core.data.wording import os_reason
+        from core.i18n import _
+
+        raise BadInput(_("cannot read {path}: {error}", path=path, error=os_reason(exc))) from exc
+
+
+def refuse_input(path) -> None:
+    """The one message every data command gives for a file that cannot be a dataset (BadInput, exit 2)."""
+    from core.data.reader import input_problem
+    from core.errors import BadInput
+
+    problem = input_problem(path)
+    if problem is not None:
+        raise BadInput(problem)
 
 
 def given_path(args, name: str = "file"):

@@ -31,6 +31,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.errors import Unavailable
 from core.config.deepspeed import render_ds_json
 from core.config.gpu_catalog import GpuTarget, target_from_catalog, targets_from_found
 from core.config.rule_context import ConfigFinding, RuleContext
@@ -47,7 +48,7 @@ DEFAULT_CONFIG = "configs/train.yaml"
 GPUS_FILE = "gpus.json"  # .devtune/gpus.json: [{"name": ..., "memory_bytes": ...}] written by the doctor
 
 
-class ConfigMissing(FileNotFoundError):
+class ConfigMissing(Unavailable, FileNotFoundError):
     """No training config in the workspace yet."""
 
 

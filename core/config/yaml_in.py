@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from core.errors import BadInput
 from core.config.deepspeed import describe_ds, stage_from_filename
 from core.config.spec import LF_DEFAULTS, Launch, TrainSpec
 from core.config.yaml_out import MODELED_KEYS, OMEGACONF_FLOAT
@@ -24,7 +25,7 @@ PRECISION_KEYS = ("pure_bf16", "bf16", "fp16")
 LIST_KEYS = ("dataset", "eval_dataset", "lora_target", "additional_target", "freeze_trainable_modules")
 
 
-class ImportProblem(ValueError):
+class ImportProblem(BadInput, ValueError):
     """The file cannot be imported as it is (the message says which key and why)."""
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from core.errors import BadInput
 from core.files.atomic import FileExistsRefused, atomic_open
 from core.data import content
 from core.data.json_repair import diagnose, duplicate_keys
@@ -37,7 +38,7 @@ from core.i18n import _, _n
 _PII_OR_MOJIBAKE = re.compile("[0-9@\u00c3\u00c2\u00e2]")
 
 
-class FixRefused(Exception):
+class FixRefused(BadInput):
     """The fix cannot run as asked (same file, output exists, not a JSON dataset); the message says why."""
 
 

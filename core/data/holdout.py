@@ -32,6 +32,7 @@ from pathlib import Path
 
 from xxhash import xxh3_64_intdigest
 
+from core.errors import BadInput, Refused
 from core.i18n import _, _n
 
 EVAL_SUFFIX = "_eval"  # the held-out part of N is registered as N_eval
@@ -42,9 +43,13 @@ MAX_FRACTION = 0.5
 _COUNT = re.compile(r"^\d+$")
 
 
-class HoldoutError(Exception):
-    """A held-out split that cannot be made (too few rows, everything in one group, a bad share); the
-    message says why and what to do."""
+class HoldoutError(Refused):
+    """A held-out split that cannot be made (too few rows, everything in one group, a split that would
+    leak); the message says why and what to do."""
+
+
+class BadHoldout(BadInput, HoldoutError):
+    """A --holdout value that is neither a share nor a row count."""
 
 
 @dataclass(frozen=True)
@@ -68,8 +73,8 @@ class Holdout:
         except ValueError:
             value = None
         if value is None or not (0 < value <= MAX_FRACTION):
-            raise HoldoutError(_("--holdout {value}: give a share of the rows above 0 and at most 0.5 (0.1 or 10%), "
-                                 "or a number of rows (20)", value=raw))
+            raise BadHoldout(_("--holdout {value}: give a share of the rows above 0 and at most 0.5 (0.1 or 10%), "
+                               "or a number of rows (20)", value=raw))
         return cls(fraction=value)
 
     @property

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.errors import Refused
 from core.files.atomic import write_atomic
 from core.data.dataset_info import INFO_FILE, RegisterError, read_dataset_info
 from core.data.findings import ERROR, WARNING, Finding, finding
@@ -32,7 +33,7 @@ COLUMN_KEYS = {"prompt", "query", "response", "history", "messages", "system", "
 TAG_KEYS = {"role_tag", "content_tag", "user_tag", "assistant_tag", "observation_tag", "function_tag", "system_tag"}
 
 
-class RegisterRefused(RegisterError):
+class RegisterRefused(Refused, RegisterError):
     """Registration refused for what lint found or a name taken by another file (exit 1, not 2)."""
 
 
@@ -58,14 +59,16 @@ class RegisterResult:
 
 def registered(dataset_file: str, name: str, report: LintReport):
     """The state change of a registration, for both front-ends: the chosen dataset and the Data step done."""
+    from core.data.wording import counted
     from core.workspace.changes import StateChange, StepMark
     from core.workspace.step_status import StepStatus
 
     return StateChange(
         chosen={"dataset_file": dataset_file, "dataset_name": name},
-        steps={"data": StepMark(StepStatus.DONE, _("dataset {name}: {rows} rows, {e} errors, {w} warnings",
-                                                   name=name, rows=report.rows, e=report.errors,
-                                                   w=report.warnings))})
+        steps={"data": StepMark(StepStatus.DONE, _("dataset {name}: {rows}, {errors}, {warnings}", name=name,
+                                                   rows=counted("row", report.rows),
+                                                   errors=counted("error", report.errors),
+                                                   warnings=counted("warning", report.warnings)))})
 
 
 def file_name_for(file: Path, dataset_dir: Path) -> str:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from core.errors import BadInput
 from core.data.reader import JSON_ARRAY, JSON_STREAM, JSONL, ReadNotes, iter_records, iter_text_lines, probe_file
 from core.data.schema import ALIASES, detect_schema
 from core.data.speaker_tags import CHAT as _CHAT, QA as _QA, TIME as _TIME
@@ -23,7 +24,7 @@ RESPONSE_COLUMNS = ("output", "answer", "response", "reply", "agent_reply", "a",
 INPUT_COLUMNS = ("input", "context")
 
 
-class ConvertError(Exception):
+class ConvertError(BadInput):
     """The source cannot be converted as asked (message says which file/column and what to do)."""
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from core.errors import Unavailable
 from core.data.findings import Finding
 from core.data.lint_progress import LintProgress
 from core.data.reader import FileProbe, ReadNotes, iter_records
@@ -23,7 +24,7 @@ from core.i18n import _
 BATCH = 512
 
 
-class TokenizerError(Exception):
+class TokenizerError(Unavailable):
     """The tokenizer could not be loaded (message says which path and why)."""
 
 

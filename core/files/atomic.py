@@ -13,10 +13,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Iterator
 
+from core.errors import BadInput
 from core.i18n import _
 
 
-class FileExistsRefused(FileExistsError):
+class FileExistsRefused(BadInput, FileExistsError):
     """Raised when a write would replace an existing file and overwriting was not asked for."""
 
     def __init__(self, path: Path):

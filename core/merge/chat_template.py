@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from core.errors import BadInput
+
 # Conversations whose prompt (up to the assistant's turn) both sides render; contents carry no
 # leading or trailing spaces (Meta's llama3 template trims them, LLaMA-Factory's does not).
 PROBES: tuple[tuple[str, str, list[dict[str, str]]], ...] = (
@@ -106,7 +108,7 @@ def _environment():
     return env
 
 
-class TemplateRenderError(Exception):
+class TemplateRenderError(BadInput):
     pass
 
 
@@ -142,7 +144,7 @@ def first_difference(probe: str, expected: str, actual: str, context: int = 40) 
     if expected == actual:
         return None
     i = 0
-    for i, (a, b) in enumerate(zip(expected, actual)):
+    for i, (a, b) in enumerate(zip(expected, actual)):  # noqa: B007 (i is read after the loop)
         if a != b:
             break
     else:

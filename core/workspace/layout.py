@@ -20,7 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
+from core.errors import BadInput
 from core.files.atomic import write_atomic
+from core.i18n import _
 from core.workspace.step_status import StepStatus  # noqa: F401  (re-exported: `from core.workspace.layout import StepStatus`)
 
 if TYPE_CHECKING:
@@ -38,13 +40,11 @@ def __getattr__(name: str):
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'core.workspace.layout' has no attribute {name!r}")
 
-from core.i18n import _
 
-STEP_IDS = ("data", "doctor", "config", "train", "merge", "playground")
 ENV_WORKSPACE = "DEVTUNE_WORKSPACE"
 
 
-class StateError(Exception):
+class StateError(BadInput):
     """The state file cannot be used as it is (message says why and what was done)."""
 
 

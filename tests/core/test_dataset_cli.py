@@ -114,8 +114,6 @@ def test_one_input_one_answer_for_every_data_command(workspace, capsys):
     import os
     import shutil as sh
 
-    import pytest
-
     from cli.main import main
 
     root = workspace.root

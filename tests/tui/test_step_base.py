@@ -217,7 +217,7 @@ async def test_the_footer_and_f1_show_the_key_map(workspace, step):
         assert "The same key on every step" in text
         for display, _meaning in key_map_rows():
             assert f"\n  {display}" in text
-        assert f"F5" in text.split("The same key on every step")[0]  # this step's own F5 row
+        assert "F5" in text.split("The same key on every step")[0]  # this step's own F5 row
 
 
 def _help_sections(text: str) -> dict[str, list[tuple[list[str], str]]]:
