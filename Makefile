@@ -39,6 +39,7 @@ demo: envs
 	@$(DEVTUNE) -w $(DEMO_DIR)
 
 test: envs slurm
+	$(VENV)/bin/ruff check .
 	$(PYTEST) -n $(TEST_JOBS) --dist loadscope $(PYTEST_ARGS)
 
 # Debian's Slurm and munge, for the tests that start a real two-node cluster on this machine
@@ -54,6 +55,7 @@ slurm:
 
 # no e2e and no serving-environment tests: core, tui and snapshots
 check: envs
+	$(VENV)/bin/ruff check .
 	$(PYTEST) -n $(TEST_JOBS) --dist loadscope -m "not e2e and not serve" $(PYTEST_ARGS)
 
 # Each benchmark prints its figures as ratios to a baseline measured in the same run.

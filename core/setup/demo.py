@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import filecmp
 import shutil
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -14,7 +15,16 @@ from typing import Callable
 from core.i18n import _
 from core.workspace.layout import Workspace
 
-SAMPLES_DIR = Path(__file__).resolve().parents[2] / "data"
+
+
+def _samples_dir() -> Path:
+    """The source checkout's data/, else the copy a wheel installs (pyproject's data-files: share/devtune/data)."""
+    checkout = Path(__file__).resolve().parents[2] / "data"
+    installed = Path(sys.prefix) / "share" / "devtune" / "data"
+    return checkout if checkout.is_dir() or not installed.is_dir() else installed
+
+
+SAMPLES_DIR = _samples_dir()
 SAMPLE_SUFFIXES = (".jsonl", ".json", ".txt", ".csv", ".tsv")
 
 
@@ -45,8 +55,9 @@ class DemoReport:
 
 def sample_files(samples_dir: Path = SAMPLES_DIR) -> list[Path]:
     if not samples_dir.is_dir():
-        raise FileNotFoundError(_("devtune's sample data folder {path} is missing; run devtune from its source "
-                                  "checkout (make demo installs it editable)", path=samples_dir))
+        raise FileNotFoundError(_("devtune's sample data folder {path} is missing; reinstall devtune (its wheel "
+                                  "installs the samples under share/devtune/data) or run it from its source "
+                                  "checkout (`make demo`)", path=samples_dir))
     return sorted(p for p in samples_dir.iterdir() if p.is_file() and p.suffix.lower() in SAMPLE_SUFFIXES)
 
 

@@ -187,8 +187,17 @@ def test_launcher_rank_and_worker_the_ranks_are_dumped(tmp_path):
         for pid in ranks:
             assert "all_reduce_that_never_returns" in stacks[pid], stacks[pid]
     finally:
+        # torchrun starts each rank in a session of its own: killing torchrun's group alone left both ranks
+        # and their workers running after the test (seen as leftover rank.py processes)
+        tree = psutil.Process(proc.pid).children(recursive=True)
         os.killpg(proc.pid, 9)
+        for child in tree:
+            try:
+                child.kill()
+            except psutil.NoSuchProcess:
+                pass
         proc.wait()
+        psutil.wait_procs(tree, timeout=30)
 
 
 @pytest.mark.skipif(py_spy() is None, reason="py-spy is not installed")
@@ -202,10 +211,12 @@ def test_a_single_process_run_with_a_worker_dumps_the_process_itself(tmp_path):
     finally:
         import psutil
 
-        for child in psutil.Process(proc.pid).children():
+        tree = psutil.Process(proc.pid).children(recursive=True)
+        for child in tree:
             child.kill()
         proc.kill()
         proc.wait()
+        psutil.wait_procs(tree, timeout=30)
 
 
 # A trainer stuck before its first step: it prints as LLaMA-Factory does at start, then waits in a rendezvous.
