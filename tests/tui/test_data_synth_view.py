@@ -8,7 +8,7 @@ import time
 
 import psutil
 import pytest
-from textual.widgets import DataTable, Input, Static, TabbedContent, TextArea
+from textual.widgets import Button, DataTable, Input, Static, TabbedContent, TextArea
 
 from core.serve.servers import ServerRecord, write_server
 from core.train.runs import ProcessRef
@@ -42,6 +42,15 @@ def status(screen) -> str:
     return str(screen.query_one("#synth-status", Static).render())
 
 
+async def _click(pilot, selector: str) -> None:
+    """Click a button of the view once it takes clicks: Textual ignores a click on a button still showing its
+    last press (the `-active` effect, 0.2 s), so a second click on Generate that soon — a Generate refused for
+    a bad field, then the corrected one — would be lost and its run never start."""
+    button = pilot.app.screen.query_one(selector, Button)
+    await wait_until(pilot, lambda: not button.has_class("-active"))
+    await pilot.click(selector)
+
+
 async def test_documents_to_reviewed_pairs_to_an_open_linted_file(served):
     ws, server = served
     app = DevtuneApp(ws, watch_terminal=False)
@@ -54,11 +63,11 @@ async def test_documents_to_reviewed_pairs_to_an_open_linted_file(served):
         await wait_until(pilot, lambda: view.query_one("#synth-server").value == "fake-1")
         view.query_one("#synth-sources", Input).value = "docs"
         view.query_one("#synth-output", Input).value = "data/docs_qa.jsonl"
-        await pilot.click("#synth-chunks-button")
+        await _click(pilot, "#synth-chunks-button")
         chunks = view.query_one("#synth-chunks", DataTable)
         await wait_until(pilot, lambda: chunks.row_count >= 10)
         assert "chunks from 5 documents" in status(screen)
-        await pilot.click("#synth-generate")
+        await _click(pilot, "#synth-generate")
         review = view.query_one(ReviewTable)
         await wait_until(pilot, lambda: screen.synth is not None and review.row_count > 0, timeout=60)
         assert "pairs pass the filters" in status(screen)
@@ -80,12 +89,12 @@ async def test_documents_to_reviewed_pairs_to_an_open_linted_file(served):
         view.query_one("#synth-edit-question", TextArea).text = "How long is the warranty on a phone?"
         view.query_one("#synth-edit-answer", TextArea).text = "Every device has a two-year warranty."
         await pilot.pause()
-        await pilot.click("#synth-edit-save")
+        await _click(pilot, "#synth-edit-save")
         edited = screen.synth.candidates[1]
         assert edited.edited and edited.kept and edited.pair.question == "How long is the warranty on a phone?"
         view.query_one("#synth-write").scroll_visible(animate=False)
         await pilot.pause()
-        await pilot.click("#synth-write")
+        await _click(pilot, "#synth-write")
         out = ws.data_dir / "docs_qa.jsonl"
         await wait_until(pilot, lambda: screen.path == out and screen.report is not None, timeout=30)
         rows = [json.loads(x) for x in out.read_text().splitlines()]
@@ -107,9 +116,9 @@ async def test_no_server_and_bad_documents_are_said_in_the_view(workspace, tmp_p
         screen = await _documents_view(pilot, app)
         view = screen.query_one(DataSynth)
         view.query_one("#synth-sources", Input).value = "docs"
-        await pilot.click("#synth-generate")
+        await _click(pilot, "#synth-generate")
         await wait_until(pilot, lambda: "no server to ask" in status(screen))
-        await pilot.click("#synth-chunks-button")
+        await _click(pilot, "#synth-chunks-button")
         await wait_until(pilot, lambda: "scan.pdf" in status(screen))
         assert "-error" in view.query_one("#synth-status").classes
 
@@ -130,7 +139,7 @@ async def _generate(pilot, screen, sources: str, output: str = "data/docs_qa.jso
     for name, value in fields.items():
         view.query_one(f"#synth-{name.replace('_', '-')}", Input).value = value
     screen.synth = None
-    await pilot.click("#synth-generate")
+    await _click(pilot, "#synth-generate")
     await wait_until(pilot, lambda: screen.synth is not None and not screen.synth_running, timeout=60)
     return view
 
@@ -182,17 +191,17 @@ async def test_write_during_a_running_generate_refuses_instead_of_writing_the_la
         previous = screen.synth
         server.delay = 0.3
         view.query_one("#synth-sources", Input).value = "docs"
-        await pilot.click("#synth-generate")
+        await _click(pilot, "#synth-generate")
         await wait_until(pilot, lambda: screen.synth_running)
         view.query_one("#synth-write").scroll_visible(animate=False)
         await pilot.pause()
-        await pilot.click("#synth-write")
+        await _click(pilot, "#synth-write")
         await wait_until(pilot, lambda: any("still being generated" in n.message for n in app._notifications))
         assert not (ws.data_dir / "docs_qa.jsonl").exists() and screen.synth is previous
-        await pilot.click("#synth-generate")
+        await _click(pilot, "#synth-generate")
         await wait_until(pilot, lambda: any("being generated already" in n.message for n in app._notifications))
         server.delay = 0
-        await pilot.click("#synth-stop")
+        await _click(pilot, "#synth-stop")
         await wait_until(pilot, lambda: screen.synth is not previous and not screen.synth_running, timeout=60)
         assert server.max_in_flight == 1  # the concurrency field reached the run
 
@@ -206,7 +215,7 @@ async def test_the_run_settings_are_checked_and_reach_the_filters(served):
         await wait_until(pilot, lambda: view.query_one("#synth-server").value == "fake-1")
         view.query_one("#synth-sources", Input).value = "docs/policy.md"
         view.query_one("#synth-min-grounding", Input).value = "1.5"
-        await pilot.click("#synth-generate")
+        await _click(pilot, "#synth-generate")
         assert "min grounding: '1.5' is not a number from 0 to 1" in status(screen)
         view = await _generate(pilot, screen, "docs/policy.md", min_grounding="1", max_requests="2")
         assert screen.synth.min_grounding == 1.0 and server.requests == 2
@@ -221,7 +230,7 @@ async def test_an_unreadable_document_in_the_folder_is_listed_not_fatal(served):
         screen = await _documents_view(pilot, app)
         view = screen.query_one(DataSynth)
         view.query_one("#synth-sources", Input).value = "docs"
-        await pilot.click("#synth-chunks-button")
+        await _click(pilot, "#synth-chunks-button")
         await wait_until(pilot, lambda: "chunks from 5 documents" in status(screen))
         assert "skipped 1 document that cannot be read" in status(screen) and "broken.docx" in status(screen)
         assert "-error" not in view.query_one("#synth-status").classes
