@@ -150,14 +150,10 @@ class MergeScreen(StepScreen):
 
     @staticmethod
     def _start(job: Job, ws, run_id: str, name: str | None, size: int, device: str, force: bool):
-        from core.merge.export import ExportError, plan_export, start_export
-        from core.train.runs import RunError
+        from core.merge.export import plan_export, start_export
 
-        try:
-            plan = plan_export(ws, run_id, name=name, export_size=size, export_device=device)
-            record = start_export(ws, plan, force=force)
-        except (ExportError, RunError) as exc:
-            raise UserError(str(exc)) from exc
+        plan = plan_export(ws, run_id, name=name, export_size=size, export_device=device)
+        record = start_export(ws, plan, force=force)
         return record.id, plan
 
     def _follow(self, run_id: str, plan) -> None:
@@ -212,15 +208,10 @@ class MergeScreen(StepScreen):
 
     @staticmethod
     def _check_again(job: Job, ws, run_id: str | None):
-        from core.merge.export import ExportError
         from core.merge.export_check import check_for_run
-        from core.serve.plan import ServePlanError, default_model
-        from core.train.runs import RunError
+        from core.serve.plan import default_model
 
-        try:
-            return check_for_run(ws, default_model(ws), run_id, progress=job.report)
-        except (ExportError, RunError, ServePlanError) as exc:
-            raise UserError(str(exc)) from exc
+        return check_for_run(ws, default_model(ws), run_id, progress=job.report)
 
     # ------------------------------------------------------------ showing
 

@@ -191,14 +191,10 @@ class PlaygroundScreen(StepScreen):
 
     @staticmethod
     def _wait_ready(job: Job, ws, server_id: str):
-        from core.serve.servers import ServerError, equivalent_commands, wait_ready
+        from core.serve.servers import equivalent_commands, wait_ready
 
-        try:
-            record = wait_ready(ws, server_id, on_line=lambda line: job.report_soon(line[-240:]),
-                                cancelled=lambda: job.cancelled)
-        except ServerError as exc:
-            job.flush()
-            raise UserError(str(exc)) from exc
+        record = wait_ready(ws, server_id, on_line=lambda line: job.report_soon(line[-240:]),
+                            cancelled=lambda: job.cancelled)
         return record, equivalent_commands(ws, record) if record.status == "ready" else None
 
     def _ready(self, result) -> None:
@@ -377,30 +373,27 @@ class PlaygroundScreen(StepScreen):
         from core.eval.targets import resolve_targets
         from core.merge.export import ExportError
         from core.train.run_facts import find_train_run, read_train_facts
-        from core.serve.servers import ServerError, read_server
+        from core.serve.servers import read_server
         from core.serve.verify import run_of_server
         from core.train.runs import RunError
 
-        try:
-            record = read_server(ws, server_id)
-            if not record.lora_modules and not compare_id:
-                raise EvalInputError(_("choose the base model's server in “compare with”, or start a server with "
-                                       "`devtune serve --lora RUN` that serves the base and the adapter"))
-            if record.lora_modules:
-                targets = resolve_targets(ws, server=server_id)
-            else:
-                targets = resolve_targets(ws, base_server=compare_id, tuned_server=server_id)
-            try:  # the dataset of the run behind the server (else the newest run), else the Data step's choice
-                facts = read_train_facts(ws, find_train_run(ws, targets.run or run_of_server(ws, record)))
-            except (ExportError, RunError):
-                facts = None
-            dataset = (facts.dataset[0] if facts and facts.dataset else None) or ws.load_state().dataset_name
-            if not dataset:
-                raise EvalInputError(_("no dataset to ask: choose one in the Data step, or train a run on one"))
-            return run_eval(ws, targets, dataset, EvalOptions(), progress=lambda p: job.report_soon(p.line()),
-                            cancelled=lambda: job.cancelled)
-        except (EvalInputError, ServerError, ExportError, RunError) as exc:
-            raise UserError(str(exc)) from exc
+        record = read_server(ws, server_id)
+        if not record.lora_modules and not compare_id:
+            raise EvalInputError(_("choose the base model's server in “compare with”, or start a server with "
+                                   "`devtune serve --lora RUN` that serves the base and the adapter"))
+        if record.lora_modules:
+            targets = resolve_targets(ws, server=server_id)
+        else:
+            targets = resolve_targets(ws, base_server=compare_id, tuned_server=server_id)
+        try:  # the dataset of the run behind the server (else the newest run), else the Data step's choice
+            facts = read_train_facts(ws, find_train_run(ws, targets.run or run_of_server(ws, record)))
+        except (ExportError, RunError):
+            facts = None
+        dataset = (facts.dataset[0] if facts and facts.dataset else None) or ws.load_state().dataset_name
+        if not dataset:
+            raise EvalInputError(_("no dataset to ask: choose one in the Data step, or train a run on one"))
+        return run_eval(ws, targets, dataset, EvalOptions(), progress=lambda p: job.report_soon(p.line()),
+                        cancelled=lambda: job.cancelled)
 
     def _show_eval(self, result) -> None:
         if result is not None:

@@ -17,7 +17,7 @@ from textual.reactive import var
 from textual.widgets import Button, Log, ProgressBar, Select, Static
 
 from core.i18n import _, _n
-from screens.base import Job, StepScreen, UserError, step_binding
+from screens.base import Job, StepScreen, step_binding
 from tui.widgets.diagnosis_box import DiagnosisBox
 from tui.widgets.gpu_panel import GpuPanel
 from tui.widgets.loss_chart import LossChart
@@ -269,12 +269,9 @@ class TrainScreen(StepScreen):
 
     @staticmethod
     def _start(job: Job, ws):
-        from core.train.launch import LaunchError, launch_training
+        from core.train.launch import launch_training
 
-        try:
-            return launch_training(ws)
-        except LaunchError as exc:
-            raise UserError(str(exc)) from exc
+        return launch_training(ws)
 
     def _started(self, record) -> None:
         self.clear_error()
@@ -317,12 +314,8 @@ class TrainScreen(StepScreen):
     @staticmethod
     def _resume(job: Job, ws, run_id: str):
         from core.train.run_control import resume_run
-        from core.train.runs import RunError
 
-        try:
-            return resume_run(ws, run_id)
-        except RunError as exc:
-            raise UserError(str(exc)) from exc
+        return resume_run(ws, run_id)
 
     def _resumed(self, record) -> None:
         self.clear_error()

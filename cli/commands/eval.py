@@ -8,7 +8,7 @@ import time
 from core.i18n import _
 from cli.commands.output import emit_json, err, workspace
 
-EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
+from core.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, BadInput
 
 
 def register(sub, add_common) -> list[str]:
@@ -107,13 +107,8 @@ def _render(report, args) -> int:
 
 def _show_saved(args) -> int:
     from core.eval.eval_report import saved_eval
-    from core.eval.questions import EvalInputError
 
-    try:
-        report, _rows = saved_eval(workspace(args), None if args.show == "latest" else args.show)
-    except EvalInputError as exc:
-        err(str(exc))
-        return EXIT_USAGE
+    report, _rows = saved_eval(workspace(args), None if args.show == "latest" else args.show)
     return _render(report, args)
 
 
@@ -128,11 +123,9 @@ def run_eval_command(args) -> int:
     if args.show:
         return _show_saved(args)
     if args.train_sample < 0 or args.concurrency < 1:
-        err(_("--train-sample must be 0 or more and --concurrency at least 1"))
-        return EXIT_USAGE
+        raise BadInput(_("--train-sample must be 0 or more and --concurrency at least 1"))
     if bool(args.judge_url) != bool(args.judge_model):
-        err(_("name the judge with both --judge-url and --judge-model"))
-        return EXIT_USAGE
+        raise BadInput(_("name the judge with both --judge-url and --judge-model"))
     ws = workspace(args)
     try:
         targets = resolve_targets(ws, args.ref, server=args.server, base_server=args.base_server,
@@ -162,6 +155,6 @@ def run_eval_command(args) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         err(_("interrupted; nothing was saved"))
-        return 130
+        return EXIT_INTERRUPTED
     print(file=sys.stderr)
     return _render(report, args)

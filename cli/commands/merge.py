@@ -8,7 +8,7 @@ import sys
 from core.i18n import _
 from cli.commands.output import emit_json, err, workspace
 
-from core.errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
+from core.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS
 
 
 def register(sub, add_common) -> list[str]:
@@ -65,25 +65,17 @@ def _report_json(report) -> dict:
 
 
 def run_merge(args) -> int:
-    from core.merge.export import ExportError, plan_export, start_export
-    from core.merge.export_progress import stage_label, wait_export
+    from core.merge.export import plan_export, start_export
     from core.merge.export_check import check_export
-    from core.train.runs import RunError, RunStatus
+    from core.merge.export_progress import stage_label, wait_export
+    from core.train.runs import RunStatus
 
     ws = workspace(args)
-    try:
-        plan = plan_export(ws, args.run, name=args.name, export_size=args.size, export_device=args.device,
-                           base_model=args.base)
-    except (ExportError, RunError) as exc:
-        err(str(exc))
-        return EXIT_USAGE
+    plan = plan_export(ws, args.run, name=args.name, export_size=args.size, export_device=args.device,
+                       base_model=args.base)
     for warning in plan.warnings:
         err(_("warning: {text}", text=warning))
-    try:
-        record = start_export(ws, plan, force=args.force, config=args.config)
-    except ExportError as exc:
-        err(str(exc))
-        return EXIT_USAGE
+    record = start_export(ws, plan, force=args.force, config=args.config)
     say = lambda m: print(m, file=sys.stderr)  # noqa: E731 - progress on stderr, --json too (stdout: the report)
     say(_("export {id}: {argv}", id=record.id, argv=" ".join(record.argv)))
     if args.detach:
@@ -99,7 +91,7 @@ def run_merge(args) -> int:
     except KeyboardInterrupt:
         err(_("stopped following; the export goes on (run {id}). Check it later with `devtune check-export {dir}`",
               id=record.id, dir=plan.export_dir))
-        return 130
+        return EXIT_INTERRUPTED
     if final.status is not RunStatus.FINISHED:
         from core.merge.export_progress import export_progress
 
@@ -132,19 +124,13 @@ def run_merge(args) -> int:
 
 
 def run_check_export(args) -> int:
-    from core.merge.export import ExportError
     from core.merge.export_check import check_for_run
-    from core.train.runs import RunError
-    from core.serve.plan import ServePlanError, default_model
+    from core.serve.plan import default_model
 
     ws = workspace(args)
-    try:
-        target = args.export or default_model(ws)
-        report = check_for_run(ws, target, args.run, numeric=not args.no_numeric,
-                               progress=lambda m: print(m, file=sys.stderr))
-    except (ExportError, RunError, ServePlanError) as exc:
-        err(str(exc))
-        return EXIT_USAGE
+    target = args.export or default_model(ws)
+    report = check_for_run(ws, target, args.run, numeric=not args.no_numeric,
+                           progress=lambda m: print(m, file=sys.stderr))
     if args.json:
         emit_json(_report_json(report))
     else:

@@ -7,7 +7,7 @@ import sys
 from core.i18n import _
 from cli.commands.output import emit_json, err, workspace
 
-EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
+from core.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS
 
 
 def register(sub, add_common) -> list[str]:
@@ -97,15 +97,16 @@ def _print_commands(ws, record) -> None:
 
 
 def run_serve(args) -> int:
-    from core.serve.servers import ServerError, read_api_key, start_server, stop_server, wait_ready
-    from core.serve.plan import ServePlanError, plan_lora_server, plan_server
+    from core.errors import BadInput, Failed
+    from core.serve.plan import plan_lora_server, plan_server
+    from core.serve.servers import read_api_key, start_server, stop_server, wait_ready
 
     ws = workspace(args)
     lora_run = None
     try:
         if args.lora:
             if args.model or args.backend == "llamafactory":
-                raise ValueError(_("--lora serves the run's own base model with vLLM; leave out MODEL and --backend"))
+                raise BadInput(_("--lora serves the run's own base model with vLLM; leave out MODEL and --backend"))
             opts, lora_run, notes = plan_lora_server(ws, args.lora, port=args.port, host=args.host, dtype=args.dtype,
                                                      max_model_len=args.max_model_len,
                                                      trust_remote_code=args.trust_remote_code)
@@ -114,16 +115,14 @@ def run_serve(args) -> int:
                                       tensor_parallel=args.tp, dtype=args.dtype, max_model_len=args.max_model_len,
                                       served_name=args.name, chat_template=args.chat_template, template=args.template,
                                       trust_remote_code=args.trust_remote_code)
-    except (ServePlanError, ValueError) as exc:
-        err(str(exc))
-        return EXIT_USAGE
+    except ValueError as exc:  # a value that does not parse; core's own errors (ServePlanError) pass as they are
+        raise BadInput(str(exc)) from exc
     for note in notes:
         err(note)
     try:
         record = start_server(ws, opts, lora_run=lora_run)
-    except (ServerError, ValueError) as exc:
-        err(str(exc))
-        return EXIT_PROBLEMS
+    except ValueError as exc:
+        raise Failed(str(exc)) from exc
     err(_("starting {backend} server {id} for {model} on {url}", backend=record.backend, id=record.id,
           model=record.model, url=record.url))
     if args.no_wait:
@@ -136,13 +135,10 @@ def run_serve(args) -> int:
     progress = StderrProgress(_("waiting for server {id} to answer", id=record.id), every=10.0)
     try:
         record = wait_ready(ws, record.id, timeout=args.timeout, on_line=progress.line, on_wait=progress.waiting)
-    except ServerError as exc:
-        err(str(exc))
-        return EXIT_PROBLEMS
     except KeyboardInterrupt:
         stop_server(ws, record.id, grace=5.0)
         err(_("start-up interrupted; server {id} stopped", id=record.id))
-        return 130
+        return EXIT_INTERRUPTED
     ws.update_state(lambda s: setattr(s, "active_server", record.id))
     if args.json:
         data = record.summary()
@@ -181,14 +177,10 @@ def run_servers(args) -> int:
 
 
 def run_stop_server(args) -> int:
-    from core.serve.servers import ServerError, find_server, stop_server
+    from core.serve.servers import find_server, stop_server
 
     ws = workspace(args)
-    try:
-        record = stop_server(ws, find_server(ws, args.server).id)
-    except ServerError as exc:
-        err(str(exc))
-        return EXIT_USAGE
+    record = stop_server(ws, find_server(ws, args.server).id)
     if args.json:
         emit_json(record.summary())
     else:
@@ -214,17 +206,13 @@ def _stream_answer(endpoint, messages, params, *, show: bool):
 
 
 def run_chat(args) -> int:
-    from core.serve.chat import ChatError, ChatParams, build_messages, curl_command
-    from core.serve.servers import ServerError, endpoint, find_server
+    from core.serve.chat import ChatParams, build_messages, curl_command
+    from core.serve.servers import endpoint, find_server
 
     ws = workspace(args)
-    try:
-        records = [find_server(ws, args.server)]
-        if args.compare:
-            records.append(find_server(ws, args.compare))
-    except ServerError as exc:
-        err(str(exc))
-        return EXIT_USAGE
+    records = [find_server(ws, args.server)]
+    if args.compare:
+        records.append(find_server(ws, args.compare))
     params = ChatParams(system=args.system, temperature=args.temperature, top_p=args.top_p,
                         max_tokens=args.max_tokens, stop=list(args.stop))
     messages = build_messages(args.question, system=args.system)
@@ -237,11 +225,7 @@ def run_chat(args) -> int:
         ep = endpoint(ws, record)
         if len(records) > 1 and not args.json:
             print(f"── {record.id} ({record.served_name})")
-        try:
-            done = _stream_answer(ep, messages, params, show=not args.json)
-        except ChatError as exc:
-            err(str(exc))
-            return EXIT_PROBLEMS
+        done = _stream_answer(ep, messages, params, show=not args.json)
         answers.append((record, done))
         if not args.json:
             print(done.stats.line(), file=sys.stderr)
@@ -256,18 +240,12 @@ def run_chat(args) -> int:
 
 
 def run_verify(args) -> int:
-    from core.merge.export import ExportError
-    from core.train.runs import RunError
-    from core.serve.servers import ServerError, endpoint, find_server
-    from core.serve.verify import VerifyError, run_of_server, run_questions, verify
+    from core.serve.servers import endpoint, find_server
+    from core.serve.verify import run_of_server, run_questions, verify
 
     ws = workspace(args)
-    try:
-        record = find_server(ws, args.server)
-        questions = run_questions(ws, args.run or run_of_server(ws, record), n=args.n)
-    except (ServerError, VerifyError, ExportError, RunError) as exc:
-        err(str(exc))
-        return EXIT_USAGE
+    record = find_server(ws, args.server)
+    questions = run_questions(ws, args.run or run_of_server(ws, record), n=args.n)
 
     asked = [0]
 

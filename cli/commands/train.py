@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from core.i18n import _
-from cli.commands.output import emit_json, err, workspace
+from cli.commands.output import emit_json, workspace
 
 
 def register(sub, add_common) -> list[str]:
@@ -100,14 +100,10 @@ def _pad(text: str, width: int) -> str:
 
 def run_stop(args) -> int:
     from core.train.run_control import stop_run
-    from core.train.runs import RunError, find_run, status_label
+    from core.train.runs import find_run, status_label
 
     ws = workspace(args)
-    try:
-        record = find_run(ws, args.run)
-    except RunError as exc:
-        err(str(exc))
-        return 2
+    record = find_run(ws, args.run)
     if not record.active:
         print(_("{id} is not running ({status})", id=record.id, status=status_label(record.status)))
         return 0
@@ -117,27 +113,19 @@ def run_stop(args) -> int:
 
 
 def run_train(args) -> int:
-    from core.train.launch import LaunchError, launch_training
+    from core.train.launch import launch_training
 
     ws = workspace(args)
-    try:
-        record = launch_training(ws, args.config, say=lambda m: print(m, file=sys.stderr))
-    except LaunchError as exc:
-        err(str(exc))
-        return 2
+    record = launch_training(ws, args.config, say=lambda m: print(m, file=sys.stderr))
     return _started(ws, record, args.detach)
 
 
 def run_resume(args) -> int:
     from core.train.run_control import resume_run
-    from core.train.runs import RunError, find_run
+    from core.train.runs import find_run
 
     ws = workspace(args)
-    try:
-        record = resume_run(ws, find_run(ws, args.run).id)
-    except RunError as exc:
-        err(str(exc))
-        return 2
+    record = resume_run(ws, find_run(ws, args.run).id)
     print(_("resuming from {checkpoint}", checkpoint=record.resume_checkpoint))
     return _started(ws, record, args.detach)
 
@@ -154,14 +142,10 @@ def _started(ws, record, detach: bool) -> int:
 
 
 def run_monitor(args) -> int:
-    from core.train.runs import RunError, find_run
     from cli.commands.follow import follow_run
+    from core.train.runs import find_run
 
     ws = workspace(args)
-    try:
-        record = find_run(ws, args.run)
-    except RunError as exc:
-        err(str(exc))
-        return 2
+    record = find_run(ws, args.run)
     return follow_run(ws, record.id, as_json=args.json, until_end=args.follow, exit_with_outcome=False)
 

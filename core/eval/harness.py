@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from core.errors import Failed
 from core.eval.eval_report import HarnessTask
 from core.eval.targets import EvalTargets, Target
 from core.i18n import _
@@ -30,7 +31,7 @@ MODEL_TYPES = {COMPLETIONS: ("local-completions", "/v1/completions"),
 SKIP_METRICS = ("_stderr", "alias", "name", "sample_len", "sample_count")
 
 
-class HarnessError(Exception):
+class HarnessError(Failed):
     """lm-eval could not run or produced no results; the message has the end of its log."""
 
 

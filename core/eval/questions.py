@@ -20,6 +20,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.errors import BadInput
 from core.i18n import _
 from core.workspace.layout import Workspace
 
@@ -27,12 +28,12 @@ HELDOUT, TRAIN = "heldout", "train"
 DEFAULT_TRAIN_SAMPLE = 20
 
 
-class QuestionsError(Exception):
+class QuestionsError(BadInput):
     """A dataset's rows cannot be read as questions (not registered, not a local file, a row that is not JSON,
     an unreadable dataset_info.json); the message names the file and what to do."""
 
 
-class EvalInputError(Exception):
+class EvalInputError(BadInput):
     """The dataset or the servers to evaluate cannot be used; the message says what to do (exit 2)."""
 
 

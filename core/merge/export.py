@@ -16,6 +16,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.errors import BadInput
 from core.files.atomic import write_atomic
 from core.i18n import _
 from core.train.run_facts import find_train_run, read_train_facts
@@ -28,7 +29,7 @@ WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.safetensors.index.json", "*.bin.
 ADAPTER_TYPES = ("lora", "oft")
 
 
-class ExportError(Exception):
+class ExportError(BadInput):
     """The export cannot be planned or started as asked; the message says what to do."""
 
 

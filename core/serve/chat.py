@@ -16,12 +16,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Iterator
 
+from core.errors import Failed
 from core.i18n import _
 
 DEFAULT_TIMEOUT = 300.0
 
 
-class ChatError(Exception):
+class ChatError(Failed):
     """The request failed; the message says why and what to do."""
 
 

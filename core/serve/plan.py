@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from core.errors import BadInput
 from core.i18n import _
 from core.serve.backends import BACKENDS, ServeOptions, serve_env
 from core.workspace.layout import Workspace
 
 
-class ServePlanError(Exception):
+class ServePlanError(BadInput):
     pass
 
 

@@ -26,6 +26,7 @@ from typing import Callable
 
 from pydantic import BaseModel, Field
 
+from core.errors import BadInput, Failed, Unavailable
 from core.files.atomic import write_atomic
 from core.i18n import _
 from core.processes.groups import end_group, leader_is, reap
@@ -50,8 +51,16 @@ def status_label(status: str) -> str:
 KEY_FILE = "api_key"
 
 
-class ServerError(Exception):
-    """A server could not be started, reached or stopped; the message says why."""
+class ServerError(Failed):
+    """A server could not be started, reached or stopped; the message says why (exit 1)."""
+
+
+class ServerNotFound(Unavailable, ServerError):
+    """No such server here: none running, no match for the name, or one that runs on another machine (exit 2)."""
+
+
+class ServerRefBad(BadInput, ServerError):
+    """A server named ambiguously, or a damaged server.json (exit 2)."""
 
 
 class ServerRecord(BaseModel):
@@ -107,9 +116,9 @@ def read_server(ws: Workspace, server_id: str) -> ServerRecord:
     try:
         return ServerRecord.model_validate_json(path.read_bytes())
     except FileNotFoundError as exc:
-        raise ServerError(_("no server {id} in this workspace; `devtune servers` lists them", id=server_id)) from exc
+        raise ServerNotFound(_("no server {id} in this workspace; `devtune servers` lists them", id=server_id)) from exc
     except ValueError as exc:
-        raise ServerError(_("{path} is damaged: {error}", path=str(path), error=str(exc))) from exc
+        raise ServerRefBad(_("{path} is damaged: {error}", path=str(path), error=str(exc))) from exc
 
 
 def write_server(ws: Workspace, record: ServerRecord) -> ServerRecord:
@@ -303,7 +312,7 @@ def _kill_group(record: ServerRecord, grace: float = 15.0) -> None:
 def stop_server(ws: Workspace, server_id: str, *, grace: float = 15.0) -> ServerRecord:
     record = read_server(ws, server_id)
     if record.machine != socket.gethostname():
-        raise ServerError(_("server {id} runs on {machine}; stop it there", id=record.id, machine=record.machine))
+        raise ServerNotFound(_("server {id} runs on {machine}; stop it there", id=record.id, machine=record.machine))
     _kill_group(record, grace=grace)
     record = read_server(ws, server_id)
     if record.live:
@@ -344,7 +353,7 @@ def find_server(ws: Workspace, ref: str | None = None) -> ServerRecord:
     live = list_servers(ws)
     if ref in (None, "", "last", "latest"):
         if not live:
-            raise ServerError(_("no server is running in this workspace; start one with `devtune serve`"))
+            raise ServerNotFound(_("no server is running in this workspace; start one with `devtune serve`"))
         try:
             active = ws.load_state().active_server
         except Exception:  # a damaged state file must not stop a chat
@@ -356,8 +365,8 @@ def find_server(ws: Workspace, ref: str | None = None) -> ServerRecord:
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        raise ServerError(_("no server matches {ref}; `devtune servers` lists them", ref=ref))
-    raise ServerError(_("{ref} matches several servers: {ids}", ref=ref, ids=", ".join(r.id for r in matches[:5])))
+        raise ServerNotFound(_("no server matches {ref}; `devtune servers` lists them", ref=ref))
+    raise ServerRefBad(_("{ref} matches several servers: {ids}", ref=ref, ids=", ".join(r.id for r in matches[:5])))
 
 
 def endpoint(ws: Workspace, record: ServerRecord):

@@ -16,6 +16,7 @@ from typing import Callable
 
 from pydantic import BaseModel, Field
 
+from core.errors import BadInput
 from core.eval.questions import Question, QuestionsError, dataset_questions, pick
 from core.i18n import _, _n
 from core.serve.similarity import similarity
@@ -27,7 +28,7 @@ DEFAULT_N = 20
 HELD_OUT = "held-out"  # the split of the eval_dataset's questions
 
 
-class VerifyError(Exception):
+class VerifyError(BadInput):
     """The run's questions cannot be read; the message says what to do (exit 2)."""
 
 

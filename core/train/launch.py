@@ -19,6 +19,7 @@ import os
 import sys
 from pathlib import Path
 
+from core.errors import BadInput
 from core.i18n import _
 from core.setup.torch_build import detect_hardware
 from core.files.atomic import write_atomic
@@ -26,7 +27,7 @@ from core.train.runs import RunRecord, list_runs, reserve_run_dir, start_run
 from core.workspace.layout import Workspace
 
 
-class LaunchError(Exception):
+class LaunchError(BadInput):
     pass
 
 

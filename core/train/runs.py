@@ -29,6 +29,7 @@ from typing import Iterator
 
 from pydantic import BaseModel, Field
 
+from core.errors import Unavailable
 from core.config.resume_point import last_checkpoint_of as last_checkpoint  # noqa: F401 (the one definition)
 from core.files.atomic import write_atomic
 from core.i18n import _
@@ -107,7 +108,7 @@ class RunRecord(BaseModel):
         return self.status in ACTIVE
 
 
-class RunError(Exception):
+class RunError(Unavailable):
     pass
 
 

@@ -30,6 +30,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from core.errors import Failed
 from core.files.atomic import write_atomic
 from core.i18n import _
 from core.processes.groups import signal_leaves
@@ -42,7 +43,7 @@ ENDED_BY_CLUSTER = ("TIMEOUT", "PREEMPTED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_
 PACKAGES = ("torch", "transformers", "deepspeed", "llamafactory", "peft", "accelerate", "datasets")
 
 
-class SlurmError(Exception):
+class SlurmError(Failed):
     """A Slurm command failed; the message says which and what it printed."""
 
 
