@@ -1,7 +1,8 @@
 """A small OpenAI-compatible server on 127.0.0.1 that fails on purpose (fault injection) for the client's
 retry, cap and resume tests. It answers structured-output requests with JSON built from the excerpt in the
 prompt (questions from its sentences, the answer its first sentence), so the pairs are grounded; it counts
-the requests it answered per prompt, so a test can prove nothing was generated twice."""
+the requests it answered per prompt, so a test can prove nothing was generated twice. `hold_after` holds the
+requests after the first N unanswered until `release` (a run caught in the middle, for the Ctrl-C test)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ class FaultServer:
     def __init__(self) -> None:
         self.faults: list[str] = []  # consumed one per request: "503", "429", "drop", "401", "400-schema", "404"
         self.fail_after: int | None = None  # answer this many requests, then 503 for every one
+        self.hold_after: int | None = None  # answer this many requests, then hold the next ones unanswered
+        self.holding = threading.Event()  # set once a request is held
+        self.release = threading.Event()  # a held request is let go (its connection closed, never answered)
         self.delay = 0.0
         self.answered: Counter = Counter()  # prompt → 200 replies sent
         self.bodies: list[dict] = []
@@ -46,14 +50,24 @@ class FaultServer:
                     if not fault and server.fail_after is not None and sum(server.answered.values()) >= \
                             server.fail_after:
                         fault = "503"
+                    if not fault and server.hold_after is not None and sum(server.answered.values()) >= \
+                            server.hold_after:
+                        fault = "hold"
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                 try:
                     if server.delay:
                         time.sleep(server.delay)
+                    if fault == "hold":
+                        server.holding.set()
+                        server.release.wait()
+                        fault = "drop"
                     if fault == "drop":
                         self.close_connection = True
-                        self.connection.shutdown(2)
+                        try:
+                            self.connection.shutdown(2)
+                        except OSError:  # a held request's client is gone already
+                            pass
                         return
                     if fault == "429":
                         return self._json(429, {"error": {"message": "slow down"}}, {"Retry-After": "0"})
@@ -101,5 +115,6 @@ class FaultServer:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}"
 
     def close(self) -> None:
+        self.release.set()
         self.httpd.shutdown()
         self.httpd.server_close()

@@ -3,10 +3,15 @@ that `devtune data lint` passes. The server is the fault-injecting one on 127.0.
 tests/e2e/test_synth_serve.py)."""
 
 import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from tests.synth_documents import write_all, write_scanned_pdf
+from tests.synth_interrupt import popen_taking_ctrl_c
 from tests.synth_server import FaultServer
 
 KEY = "sk-test-0123456789abcdef"
@@ -124,3 +129,33 @@ def test_chunks_are_previewable_without_a_server(devtune_cli, workspace, tmp_pat
     assert {c["language"] for c in listing["chunks"]} == {"en", "zh"}
     text = _synth(devtune_cli, workspace, str(tmp_path / "docs"), "--chunks")
     assert "warranty.docx: docx" in text.stdout and "Returns > Refund time" in text.stdout
+
+
+def test_ctrl_c_stops_the_run_keeps_the_journal_and_the_rerun_sends_nothing_twice(devtune_cli, workspace, server,
+                                                                                   tmp_path):
+    write_all(tmp_path / "docs")
+    args = [str(tmp_path / "docs"), "-o", "data/r.jsonl", "--api-base", server.url, "--concurrency", "1", "--json"]
+    server.hold_after = 4  # four replies journaled, the fifth request in flight when Ctrl-C comes
+    first = popen_taking_ctrl_c([str(Path(sys.executable).parent / "devtune"), "data", "synth", "-w",
+                                 str(workspace.root), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+    try:
+        assert server.holding.wait(120), "the run never reached its fifth request"
+        first.send_signal(signal.SIGINT)
+        _out, err = first.communicate(timeout=120)
+    finally:
+        first.kill()
+        server.release.set()
+    assert first.returncode == 130, err
+    assert "interrupted" in err and "run the same command again" in err
+    assert not (workspace.data_dir / "r.jsonl").exists()
+    journal = workspace.data_dir / ".r.jsonl.synth-journal"
+    assert len(journal.read_text().splitlines()) == 4
+    server.hold_after = None
+    second = _synth(devtune_cli, workspace, *args)
+    assert second.returncode == 0, second.stderr
+    report = json.loads(second.stdout)
+    keys = [json.loads(line)["key"] for line in journal.read_text().splitlines()]
+    assert len(keys) == len(set(keys)) and report["from_journal"] == 4 and report["requests"] == len(keys) - 4
+    assert report["chunks_done"] == report["chunks"] and report["stopped"] is None
+    assert max(server.answered.values()) == 1  # the request in flight had no answer: asked once more, once

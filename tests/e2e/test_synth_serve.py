@@ -22,6 +22,7 @@ import yaml
 
 from core.workspace.layout import Workspace
 from tests.synth_documents import write_all
+from tests.synth_interrupt import popen_taking_ctrl_c
 
 VENV_BIN = Path(sys.executable).parent
 SERVE_PYTHON = Path(__file__).resolve().parents[2] / ".venv-serve" / "bin" / "python"
@@ -101,7 +102,8 @@ def test_an_interrupted_run_carries_on_and_generates_nothing_twice(served):
     argv = [str(VENV_BIN / "devtune"), "-w", str(ws.root), "data", "synth", str(docs), "-o", "data/resumed.jsonl",
             "--server", server["id"], "--concurrency", "1", "--min-grounding", "0", "--reply-tokens", "256",
             "--json"]
-    first = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    # the child takes the SIGINT even when this test run was started with SIGINT ignored (`make test &`)
+    first = popen_taking_ctrl_c(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
     deadline = time.time() + 300
     while time.time() < deadline and (not journal.exists() or len(journal.read_text().splitlines()) < 4):
         time.sleep(0.1)
