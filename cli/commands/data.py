@@ -13,6 +13,7 @@ from core.i18n import _
 from cli.commands.output import emit_json, err
 from cli.commands.output import given_path as _path
 from cli.commands.output import reading, refuse_input
+from core.errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
 
 MAX_LISTED = 200
 
@@ -137,8 +138,8 @@ def run_lint(args) -> int:
         _print_lint(report, args.max_listed)
     _save_registered_summary(args, path, report)
     if report.format == "unknown":  # not a dataset (plain text to convert, CSV, empty)
-        return 1
-    return 1 if report.errors else 0
+        return EXIT_PROBLEMS
+    return EXIT_PROBLEMS if report.errors else EXIT_OK
 
 
 def _print_lint(report, max_listed: int) -> None:
@@ -202,7 +203,7 @@ def _lint_registry(args, path) -> int:
 
         print(_("{file}: dataset registry · {findings}", file=path, findings=counted("finding", len(findings))))
         _print_findings(findings)
-    return 1 if any(f.severity == "error" for f in findings) else 0
+    return EXIT_PROBLEMS if any(f.severity == "error" for f in findings) else EXIT_OK
 
 
 def _save_registered_summary(args, path, report) -> None:
@@ -238,8 +239,8 @@ def run_fix(args) -> int:
 
         err(_("internal error: {rows_in} in but {rows_out} + {rejected} out", rows_in=counted("row", report.rows_in),
               rows_out=report.rows_out, rejected=report.rows_rejected))
-        return 2
-    return 1 if report.pending else 0
+        return EXIT_USAGE
+    return EXIT_PROBLEMS if report.pending else EXIT_OK
 
 
 def run_convert(args) -> int:
@@ -255,7 +256,7 @@ def run_convert(args) -> int:
         emit_json(report.to_json())
     else:
         print("\n".join(report.lines()))
-    return 0 if report.rows_out else 1
+    return EXIT_OK if report.rows_out else EXIT_PROBLEMS
 
 
 # ------------------------------------------------------------------ register / stats
@@ -291,7 +292,7 @@ def run_register(args) -> int:
                 rows=counted("row", result.report.rows), format=result.report.format,
                 errors=counted("error", result.report.errors), warnings=counted("warning", result.report.warnings),
                 name=result.name, ddir=ddir))
-    return 0
+    return EXIT_OK
 
 
 def remember_registered(ws, path, result) -> None:
@@ -313,7 +314,7 @@ def run_stats(args) -> int:
     if args.json:
         emit_json({"file": report.file, "rows": report.rows, "format": report.format, "encoding": report.encoding,
                    "stats": s.to_json()})
-        return 0
+        return EXIT_OK
     print(_("{file}: {rows} ({good} can train) · {format} · {encoding}", file=report.file,
             rows=counted("row", report.rows), good=s.rows, format=format_shown(report.format),
             encoding=report.encoding))
@@ -334,4 +335,4 @@ def run_stats(args) -> int:
         print(_("  tokens per row"))
         for lo, hi, c in bins:
             print(f"  {lo:>6}-{hi:<6} {'█' * max(0, round(30 * c / top)):<30} {c}")
-    return 0
+    return EXIT_OK

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from core.i18n import _
 from cli.commands.output import emit_json
+from core.errors import EXIT_OK
 
 
 def add_holdout_arguments(reg) -> None:
@@ -35,7 +36,7 @@ def run_register_holdout(args, ws, path, ddir) -> int:
     apply_change(ws, result.state_change(ws.rel(path)))  # as the wizard's Register: one state change, core's
     if args.json:
         emit_json(result.to_json())
-        return 0
+        return EXIT_OK
     words = {"added": _("added"), "updated": _("updated"), "unchanged": _("already up to date")}
     for part in (result.train, result.heldout):
         print(_("\"{name}\" {action} in {info} → {entry} ({rows})", name=part.name, action=words[part.action],
@@ -44,7 +45,7 @@ def run_register_holdout(args, ws, path, ddir) -> int:
         print(line)
     print(_("  use `dataset: {name}` with `dataset_dir: {ddir}`; the Config step adds `eval_dataset: {eval_name}` "
             "for the eval loss", name=result.train.name, ddir=ddir, eval_name=result.heldout.name))
-    return 0
+    return EXIT_OK
 
 
 def _rows(n: int) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from core.i18n import _
-from cli.commands.output import err
+from core.errors import EXIT_OK, BadInput
 
 
 def register(sub, add_common) -> list[str]:
@@ -28,17 +28,15 @@ def run_demo(args) -> int:
 
     if args.dir is None:
         # `devtune demo` reads as the command, also when the person meant the folder ./demo
-        err(_("devtune demo needs the folder to seed: `devtune demo DIR`. To open the wizard on a folder named "
-              "demo, run `devtune ./demo` or `devtune -w demo`."))
-        return 2
+        raise BadInput(_("devtune demo needs the folder to seed: `devtune demo DIR`. To open the wizard on a folder "
+                         "named demo, run `devtune ./demo` or `devtune -w demo`."))
     ws = Workspace.resolve(args.dir)
     try:
         report = seed_demo(ws, progress=lambda m: print(f"  {m}", file=sys.stderr))
     except (OSError, ValueError) as exc:
-        err(str(exc))
-        return 2
+        raise BadInput(str(exc)) from exc
     for line in report.lines():
         print(line)
     print("\n" + _("Next: devtune {root}   (or: devtune -w {root} data lint data/support_messy.jsonl)",
                    root=ws.root))
-    return 0
+    return EXIT_OK

@@ -9,7 +9,8 @@ from __future__ import annotations
 import sys
 
 from core.i18n import _, _n
-from cli.commands.output import emit_json, err
+from cli.commands.output import emit_json
+from core.errors import EXIT_OK, EXIT_PROBLEMS, BadInput
 
 
 def register(sub, add_common) -> list[str]:
@@ -77,16 +78,13 @@ def _run_to_diagnose(args):
 
 def run_diagnose(args) -> int:
     from core.train.failures import diagnose_files, diagnose_run
-    from core.train.runs import RunError, run_dir
+    from core.train.runs import run_dir
 
     try:
         ws, record = _run_to_diagnose(args)
     except _NothingToDiagnose as exc:
         print(str(exc))
-        return 0
-    except RunError as exc:
-        err(str(exc))
-        return 2
+        return EXIT_OK
     try:
         if record is not None:
             directory = run_dir(ws, record.id)
@@ -100,15 +98,14 @@ def run_diagnose(args) -> int:
             paths = _expand(args.logs)
             found = diagnose_files(paths, exit_code=args.exit_code, stop_requested=args.stopped)
     except OSError as exc:
-        err(_("cannot read {file}: {error}", file=getattr(exc, "filename", None) or "", error=exc.strerror or exc)
-            if getattr(exc, "filename", None) else str(exc))
-        return 2
+        raise BadInput(_("cannot read {file}: {error}", file=getattr(exc, "filename", None) or "",
+                         error=exc.strerror or exc) if getattr(exc, "filename", None) else str(exc)) from exc
     if args.json:
         emit_json({"diagnoses": [d.to_dict() for d in found]})
-        return 1 if found else 0
+        return EXIT_PROBLEMS if found else EXIT_OK
     if not found:
         print(_n("No known failure found in {n} file.", "No known failure found in {n} files.", len(paths)))
-        return 0
+        return EXIT_OK
     out = sys.stdout
     for n, d in enumerate(found, 1):
         out.write(f"{n}. {d.title}  [{d.id}]\n")
@@ -120,7 +117,7 @@ def run_diagnose(args) -> int:
         for command in d.commands:
             out.write(f"     $ {command}\n")
         out.write("\n")
-    return 1
+    return EXIT_PROBLEMS
 
 
 def _status(record) -> str:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 
 from core.i18n import _
-from cli.commands.output import emit_json, err, workspace
+from cli.commands.output import emit_json, workspace
+from core.errors import EXIT_OK, EXIT_PROBLEMS, BadInput
 
 
 def register(sub, add_common) -> list[str]:
@@ -47,14 +48,13 @@ def run_doctor_command(args) -> int:
     only, checks = _split(args.only), _split(args.check)
     unknown = [c for c in only if c not in CATEGORIES]
     if unknown:
-        err(_("unknown category {names}; choose from {choices}", names=", ".join(unknown),
-              choices=", ".join(CATEGORIES)))
-        return 2
+        raise BadInput(_("unknown category {names}; choose from {choices}", names=", ".join(unknown),
+                         choices=", ".join(CATEGORIES)))
     ids = {v.id for v in all_verdicts()}
     unknown = [c for c in checks if c not in ids]
     if unknown:
-        err(_("unknown check {names}; `devtune doctor --json` lists every check id", names=", ".join(unknown)))
-        return 2
+        raise BadInput(_("unknown check {names}; `devtune doctor --json` lists every check id",
+                         names=", ".join(unknown)))
 
     from core.doctor.evidence import Evidence
     from core.doctor.probes import DoctorContext
@@ -70,8 +70,7 @@ def run_doctor_command(args) -> int:
         try:
             evidence = Evidence.load(replay)
         except (OSError, ValueError) as exc:
-            err(str(exc))
-            return 2
+            raise BadInput(str(exc)) from exc
     else:
         ctx = DoctorContext.for_this_machine(ws if ws.root.is_dir() else None)
     show_progress = sys.stderr.isatty()  # --json too: stdout holds only the report
@@ -98,8 +97,7 @@ def run_doctor_command(args) -> int:
         try:
             ev.save(args.record)
         except OSError as exc:
-            err(_("could not record the evidence: {error}", error=exc))
-            return 2
+            raise BadInput(_("could not record the evidence: {error}", error=exc)) from exc
         print(_("evidence recorded in {dir} (replay: devtune doctor --replay {dir})", dir=args.record),
               file=sys.stderr)
     if args.json:
@@ -110,7 +108,6 @@ def run_doctor_command(args) -> int:
         try:
             path = save_report(ws.root, report, ev)
         except OSError as exc:
-            err(_("could not save the report: {error}", error=exc))
-            return 2
+            raise BadInput(_("could not save the report: {error}", error=exc)) from exc
         print(_("report saved: {path}", path=path), file=sys.stderr)
-    return 1 if report.failed else 0
+    return EXIT_PROBLEMS if report.failed else EXIT_OK

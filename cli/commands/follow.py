@@ -11,6 +11,7 @@ import time
 
 from core.i18n import _
 from cli.commands.output import emit_json_line
+from core.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS
 
 
 def follow_run(ws, run_id: str, *, as_json: bool, until_end: bool, exit_with_outcome: bool,
@@ -54,14 +55,14 @@ def follow_run(ws, run_id: str, *, as_json: bool, until_end: bool, exit_with_out
                 if not as_json:
                     print("\n".join(report.end_lines()))
                 if not exit_with_outcome:
-                    return 0
-                return 0 if report.status.value == "finished" else 1
+                    return EXIT_OK
+                return EXIT_OK if report.status.value == "finished" else EXIT_PROBLEMS
             if not until_end:
                 if tty:
                     sys.stderr.write("\n")
-                return 0
+                return EXIT_OK
             time.sleep(interval)
     except KeyboardInterrupt:
         print("\n" + _("left run {id} running. Re-attach: devtune monitor {id} --follow   stop it: devtune stop {id}",
                        id=run_id), file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED

@@ -6,6 +6,7 @@ import sys
 
 from core.i18n import _
 from cli.commands.output import emit_json, workspace
+from core.errors import EXIT_OK, EXIT_PROBLEMS
 
 
 def register(sub, add_common) -> list[str]:
@@ -76,10 +77,10 @@ def run_runs(args) -> int:
     rows = [_record_json(ws, r) for r in list_runs(ws) if r.kind == "train"]
     if args.json:
         emit_json({"runs": rows})
-        return 0
+        return EXIT_OK
     if not rows:
         print(_("no runs yet; start one with `devtune train`"))
-        return 0
+        return EXIT_OK
     import time
 
     for row in rows:
@@ -87,7 +88,7 @@ def run_runs(args) -> int:
         resumed = "  " + _("(resumes {id})", id=row["resume_of"]) if row["resume_of"] else ""
         print(f"{row['id']:<40} {_pad(status_label(row['status']), 9)} {started}  {row['output_dir'] or ''}  "
               f"{row['note']}{resumed}".rstrip())
-    return 0
+    return EXIT_OK
 
 
 def _pad(text: str, width: int) -> str:
@@ -106,10 +107,10 @@ def run_stop(args) -> int:
     record = find_run(ws, args.run)
     if not record.active:
         print(_("{id} is not running ({status})", id=record.id, status=status_label(record.status)))
-        return 0
+        return EXIT_OK
     final = stop_run(ws, record.id, graceful_timeout=args.timeout, progress=lambda m: print(m, file=sys.stderr))
     print(f"{final.id}: {status_label(final.status)}" + (f" — {final.note}" if final.note else ""))
-    return 0 if not final.active else 1
+    return EXIT_OK if not final.active else EXIT_PROBLEMS
 
 
 def run_train(args) -> int:
@@ -135,7 +136,7 @@ def _started(ws, record, detach: bool) -> int:
     print("  " + _("logs: {dir}/stdout.log, stderr.log", dir=ws.rel(ws.runs_dir / record.id)))
     if detach:
         print("  " + _("follow it: devtune monitor {id} --follow    stop it: devtune stop {id}", id=record.id))
-        return 0
+        return EXIT_OK
     from cli.commands.follow import follow_run
 
     return follow_run(ws, record.id, as_json=False, until_end=True, exit_with_outcome=True)

@@ -6,17 +6,16 @@ import os
 import sys
 
 from core.i18n import _
-from cli.commands.output import err, workspace
+from cli.commands.output import workspace
+from core.errors import BadInput
 
 
 def run_wizard(args) -> int:
     ws = workspace(args)
     if ws.root.exists() and not ws.root.is_dir():
-        err(_("{path} is a file; give a workspace folder", path=ws.root))
-        return 2
+        raise BadInput(_("{path} is a file; give a workspace folder", path=ws.root))
     if not sys.stdout.isatty() or not sys.stdin.isatty():
-        err(_("the wizard needs a terminal; use the subcommands (devtune --help) in scripts"))
-        return 2
+        raise BadInput(_("the wizard needs a terminal; use the subcommands (devtune --help) in scripts"))
     # Over slow SSH links fewer frames is better; Textual reads this when it is imported.
     os.environ.setdefault("TEXTUAL_FPS", "30")
     from tui.app import DevtuneApp
