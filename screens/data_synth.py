@@ -8,28 +8,18 @@ background API; nothing here parses a file.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from textual.widgets import TabbedContent
 
+from core.data.synth.outcome import SynthOutcome, skipped_lines
 from core.i18n import _, _n
 from screens.base import Job, UserError
 from tui.widgets.data_file_tree import DataFileTree
 from tui.widgets.data_synth import DataSynth, ReviewTable
 
-
-@dataclass
-class SynthOutcome:
-    output: Path
-    chunks: list
-    candidates: list
-    progress: object
-    model: str
-    min_grounding: float = 0.5
-    reviews: object = None  # core.data.synth.decisions.ReviewFile
-    restored: int = 0  # decisions found in the review file and applied
-    skipped: list = field(default_factory=list)  # (path, why) of the documents left out
+__all__ = ["SynthHandlers", "SynthOutcome", "SynthSettings", "synth_settings"]
 
 
 @dataclass
@@ -162,21 +152,15 @@ class SynthHandlers:
 
     @staticmethod
     def _plan(job: Job, sources: str, ws):
-        from core.data.synth.documents import DocumentError
         from core.data.synth.pipeline import plan_chunks
 
-        try:
-            return plan_chunks(SynthHandlers._source_paths(sources, ws))
-        except DocumentError as exc:
-            raise UserError(str(exc)) from exc
+        return plan_chunks(SynthHandlers._source_paths(sources, ws))
 
     @staticmethod
     def _chunk_rows(chunks) -> list[tuple]:
         return [(Path(c.doc).name, c.index, c.tokens, c.page or "", c.heading, c.preview(120)) for c in chunks]
 
     def _planned(self, plan) -> None:
-        from core.data.synth.pipeline import skipped_lines
-
         view = self.query_one(DataSynth)
         view.show_chunks(self._chunk_rows(plan.chunks))
         view.status("\n".join([_("{chunks} chunks from {docs} documents; pick the server and Generate",
@@ -186,39 +170,18 @@ class SynthHandlers:
     @staticmethod
     def _generate(job: Job, sources: str, output: str, server: str, settings: SynthSettings, ws,
                   stop: threading.Event) -> SynthOutcome:
+        """The form as core's request; the generation is core's (`generate_pairs`), then the saved review."""
         import dataclasses
 
-        from core.data.synth.dataset import collect, review
-        from core.data.synth.decisions import ReviewFile, decisions_path
-        from core.data.synth.documents import DocumentError
-        from core.data.synth.generate import Generator, SynthError
-        from core.data.synth.journal import Journal, journal_path
-        from core.data.synth.pipeline import plan_chunks, resolve_endpoint
-        from core.data.synth.prompts import PromptError, workspace_prompts
+        from core.data.synth.pipeline import SynthRequest, generate_pairs
 
-        try:
-            plan = plan_chunks(SynthHandlers._source_paths(sources, ws))
-            job.report(plan)
-            endpoint = resolve_endpoint(ws, server=server)
-            prompts = workspace_prompts(ws.configs_dir)
-        except (DocumentError, SynthError, PromptError) as exc:
-            raise UserError(str(exc)) from exc
-        out = ws.abs(output)
-        journal = Journal(journal_path(out))
-        try:
-            state = Generator(endpoint, prompts, journal, settings.options,
-                              progress=lambda p: job.report_soon(dataclasses.replace(p)),
-                              cancelled=lambda: job.cancelled or stop.is_set()).run(plan.chunks)
-        except SynthError as exc:
-            raise UserError(str(exc)) from exc
-        finally:
-            journal.close()
-        candidates = collect(plan.chunks, journal, endpoint.model, prompts, settings.options)
-        review(candidates, min_grounding=settings.min_grounding)
-        reviews = ReviewFile(decisions_path(out))
-        restored = reviews.apply(candidates)
-        return SynthOutcome(out, plan.chunks, candidates, state, endpoint.model, settings.min_grounding, reviews,
-                            restored, plan.skipped)
+        request = SynthRequest(SynthHandlers._source_paths(sources, ws), ws.abs(output), settings.options,
+                               settings.min_grounding, server=server)
+        outcome = generate_pairs(ws, request, started=lambda start: job.report(start.plan),
+                                 progress=lambda p: job.report_soon(dataclasses.replace(p)),
+                                 cancelled=lambda: job.cancelled or stop.is_set())
+        outcome.restore_review()
+        return outcome
 
     def _synth_progress(self, value) -> None:
         view = self.query_one(DataSynth)
@@ -229,8 +192,6 @@ class SynthHandlers:
             view.status(value[-1].line())
 
     def _generated(self, outcome: SynthOutcome) -> None:
-        from core.data.synth.pipeline import skipped_lines
-
         self.synth = outcome
         p = outcome.progress
         kept = sum(1 for c in outcome.candidates if c.kept)

@@ -93,71 +93,63 @@ def _sources(args) -> list:
 
 
 def run_synth(args) -> int:
-    from core.data.synth.documents import DocumentError
-    from core.data.synth.generate import SynthError, SynthOptions
-    from core.data.synth.pipeline import plan_chunks, resolve_endpoint, skipped_lines, synthesize
-    from core.data.synth.prompts import PromptError, workspace_prompts
-    from core.files.atomic import FileExistsRefused
+    """Flags → a `SynthRequest`; the generation is core's (`synthesize`); its errors are said once by main()."""
+    from core.data.synth.generate import SynthOptions
+    from core.data.synth.pipeline import SynthRequest, plan_chunks, skipped_lines, synthesize
+    from core.data.wording import counted
+    from core.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS, BadInput
     from cli.commands.output import workspace
 
     for name in ("concurrency", "reply_tokens", "questions"):
         if getattr(args, name) < 1:
-            err(_("--{name} must be at least 1", name=name.replace("_", "-")))
-            return 2
-    try:
-        plan = plan_chunks(_sources(args), budget=args.chunk_tokens, overlap=args.overlap)
-    except (DocumentError, ValueError) as exc:
-        err(str(exc))
-        return 2
-    for line in skipped_lines(plan.skipped):
-        print(line, file=sys.stderr)
+            raise BadInput(_("--{name} must be at least 1", name=name.replace("_", "-")))
     if args.chunks:
+        plan = plan_chunks(_sources(args), budget=args.chunk_tokens, overlap=args.overlap)
+        for line in skipped_lines(plan.skipped):
+            print(line, file=sys.stderr)
         return _print_chunks(args, plan)
     if not args.output:
-        err(_("name the file to write with -o data/NAME.jsonl (or list the chunks with --chunks)"))
-        return 2
-    ws = workspace(args)
-    out = _path(args, "output")
-    if out.exists() and not args.force:
-        err(str(FileExistsRefused(out)))
-        return 2
-    try:
-        endpoint = resolve_endpoint(ws, server=args.server, api_base=args.api_base, model=args.model,
-                                    key_env=args.api_key_env)
-        prompts = workspace_prompts(ws.configs_dir)
-    except (SynthError, PromptError) as exc:
-        err(str(exc))
-        return 2
+        raise BadInput(_("name the file to write with -o data/NAME.jsonl (or list the chunks with --chunks)"))
     options = SynthOptions(questions=args.questions, concurrency=args.concurrency, max_requests=args.max_requests,
                            max_tokens=args.max_tokens, reply_tokens=args.reply_tokens, temperature=args.temperature,
                            seed=args.seed)
-    from core.data.wording import counted
-
-    print(_("{chunks} from {docs} → {model} at {url} ({n} at a time); prompts in {prompts}",
-            chunks=counted("chunk", len(plan.chunks)), docs=counted("document", len(plan.documents)),
-            model=endpoint.model, url=endpoint.url, n=options.concurrency, prompts=prompts.folder), file=sys.stderr)
+    request = SynthRequest(_sources(args), _path(args, "output"), options, args.min_grounding, server=args.server,
+                           api_base=args.api_base, model=args.model, key_env=args.api_key_env,
+                           budget=args.chunk_tokens, overlap=args.overlap)
     progress = _SynthProgress()
+    asking = []
+
+    def started(start) -> None:
+        asking.append(start)
+        for line in skipped_lines(start.plan.skipped):
+            print(line, file=sys.stderr)
+        print(_("{chunks} from {docs} → {model} at {url} ({n} at a time); prompts in {prompts}",
+                chunks=counted("chunk", len(start.plan.chunks)), docs=counted("document", len(start.plan.documents)),
+                model=start.endpoint.model, url=start.endpoint.url, n=options.concurrency,
+                prompts=start.prompts.folder), file=sys.stderr)
+
     try:
-        report = synthesize(plan, out, endpoint, prompts, options, min_grounding=args.min_grounding,
-                            force=args.force, progress=progress)
-    except SynthError as exc:
-        progress.done()
-        err(str(exc))
-        return 2
+        report = synthesize(workspace(args), request, force=args.force, started=started, progress=progress)
     except KeyboardInterrupt:
         progress.done()
+        if not asking:
+            raise  # nothing was asked yet: main() says "interrupted"
         err(_("interrupted; every reply so far is in the journal — run the same command again to carry on"))
-        return 130
+        return EXIT_INTERRUPTED
+    except BaseException:
+        progress.done()
+        raise
     progress.done(report.progress)
     if args.json:
         emit_json(report.to_json())
     else:
         print("\n".join(report.lines()))
-    return 0 if report.rows else 1
+    return EXIT_OK if report.rows else EXIT_PROBLEMS
 
 
 def _print_chunks(args, plan) -> int:
     from core.data.wording import counted
+    from core.errors import EXIT_OK
 
     if args.json:
         emit_json({"documents": [{"file": d.path, "kind": d.kind, "chars": len(d.text), "pages": len(d.pages) or None,
@@ -166,11 +158,11 @@ def _print_chunks(args, plan) -> int:
                                "page": c.page, "language": c.language, "start": c.start, "end": c.end,
                                "text": c.text} for c in plan.chunks],
                    "skipped": [{"file": f, "reason": why} for f, why in plan.skipped]})
-        return 0
+        return EXIT_OK
     for d, n in zip(plan.documents, plan.per_document().values()):
         print(_("{file}: {kind} · {chars} · {chunks}", file=d.path, kind=d.kind,
                 chars=counted("character", len(d.text)), chunks=counted("chunk", n)))
     for c in plan.chunks:
         page = f" p.{c.page}" if c.page else ""
         print(f"  {c.index:>4} {c.tokens:>5}t{page:<6} {c.heading[:40]:<40}  {c.preview(60)}")
-    return 0
+    return EXIT_OK

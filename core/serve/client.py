@@ -26,6 +26,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from core.errors import Failed
 from core.i18n import _
 from core.serve.chat import Endpoint
 
@@ -63,9 +64,10 @@ class Reply:
     error: str = ""
 
 
-class ClientError(Exception):
+class ClientError(Failed):
     """The client cannot go on: `kind` is down | key-refused | no-model | no-structured-output, with the
-    endpoint and what the server said; the message says it in words."""
+    endpoint and what the server said; the message says it in words. Held as `RequestClient.fatal`, never
+    raised by the client: its caller says it for its own command (`data synth`: SynthError; `eval`: the report)."""
 
     def __init__(self, kind: str, endpoint: Endpoint, message: str, *, attempts: int = 0, problem: str = "",
                  status: int = 0, detail: str = "") -> None:

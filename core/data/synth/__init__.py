@@ -4,5 +4,6 @@ documents (md, txt, html, docx, pdf → text with headings) → chunks (headings
 overlap) → generate (questions, then a grounded answer per question, from any OpenAI-compatible server with
 JSON-schema structured output; every request journaled, so a resumed run sends none twice) → filters (grounding,
 duplicates, empty or truncated answers) → dataset (the alpaca JSONL, its rejects and its provenance, written
-atomically). `pipeline` runs the whole of it for the CLI; the wizard calls the same steps one by one.
+atomically). `pipeline.generate_pairs` composes a generation once, for the CLI and the wizard alike;
+`outcome` holds what it gives back.
 """

@@ -25,6 +25,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from core.data.encoding import BINARY, GB18030, decode_line, guess_encoding_bytes
+from core.errors import BadInput
 from core.i18n import _
 
 KINDS = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".text": "text", ".html": "html",
@@ -32,7 +33,7 @@ KINDS = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".text": "t
 SCANNED_CHARS_PER_PAGE = 16  # fewer extracted characters than this per page on average: no text layer
 
 
-class DocumentError(Exception):
+class DocumentError(BadInput):
     """A document cannot be read; the message names the file and what to do."""
 
 

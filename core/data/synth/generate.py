@@ -28,6 +28,7 @@ from xxhash import xxh3_64_hexdigest
 from core.data.synth.chunks import Chunk, count_tokens
 from core.data.synth.journal import Journal
 from core.data.synth.prompts import LANGUAGE_NAMES, Prompts
+from core.errors import Unavailable
 from core.i18n import _
 from core.serve.chat import Endpoint
 from core.serve.client import DOWN, KEY_REFUSED, ClientError, ClientOptions, Reply, RequestClient, json_schema_format
@@ -36,7 +37,7 @@ MAX_ANSWER_CHARS = 2000
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
-class SynthError(Exception):
+class SynthError(Unavailable):
     """The run cannot go on (key refused, model unknown, server unreachable after retries); the message says
     what to do. Everything answered before it is in the journal."""
 
@@ -186,7 +187,8 @@ ANSWER_FIRST, QUESTIONS_AFTER = 0, 1  # request priorities: a chunk that has its
 
 class Generator:
     """One run over a list of chunks, journaled. `run()` returns the progress at the end; the replies are in
-    the journal (read them with `parse_questions` / `parse_answer`, or `core.data.synth.dataset.candidates`)."""
+    the journal (read them with `parse_questions` / `parse_answer`, or `core.data.synth.dataset.collect`).
+    The journal stays open: whoever opened it closes it (`core.data.synth.pipeline.generate_pairs` does)."""
 
     def __init__(self, endpoint: Endpoint, prompts: Prompts, journal: Journal, options: SynthOptions | None = None,
                  *, progress: Callable[[SynthProgress], None] | None = None,
@@ -223,7 +225,6 @@ class Generator:
                 for t in tasks:
                     t.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
-                self.journal.close()
         self._tick()
         if client.fatal is not None:
             self.state.stopped = "error"

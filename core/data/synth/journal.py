@@ -50,7 +50,14 @@ class Journal:
         self._fh.flush()
         self.entries[entry["key"]] = entry
 
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
     def close(self) -> None:
+        """Flushed lines made durable (fsync) and the file closed; a later `put` opens it again."""
         if self._fh is not None:
             try:
                 os.fsync(self._fh.fileno())

@@ -1,11 +1,15 @@
-"""`devtune data synth` as one call: documents → chunks → generation (journaled) → filters → files.
+"""A generation from documents, composed once for `devtune data synth` and the wizard's From documents view:
+documents → chunks → generation (journaled) → filters, and for the CLI → files.
 
 `plan_chunks` reads and chunks the documents (the wizard previews its result): a document found in a folder that
 cannot be read (a scan, a damaged file) is skipped with its reason, one named directly stops the run, and so does
 a set of sources of which nothing can be read; `resolve_endpoint` finds the
 server (`--server ID`, devtune's own, or `--api-base URL --model NAME` with the key from an environment
-variable) and checks that it answers before anything is sent; `synthesize` runs the rest and returns a
-`SynthReport`, whose `to_json` is the CLI's contract.
+variable) and checks that it answers before anything is sent. `generate_pairs` takes a `SynthRequest` (the CLI
+maps its flags to it, the wizard its form), runs all of it — the journal opened, the replies journaled, the
+journal closed and synced however the run ends (done, a cap, Stop, Ctrl-C, a server gone) — and returns a
+`SynthOutcome` (core/data/synth/outcome.py); `synthesize` is the CLI's: the same, then the files written, as a
+`SynthReport`.
 """
 
 from __future__ import annotations
@@ -17,15 +21,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.data.synth.chunks import DEFAULT_BUDGET, DEFAULT_OVERLAP, Chunk, chunk_document
-from core.data.synth.dataset import collect, review, write_dataset
+from core.data.synth.dataset import collect, review
 from core.data.synth.documents import Document, DocumentError, read_document, walk_documents
 from core.data.synth.filters import DEFAULT_GROUNDING
 from core.data.synth.generate import Generator, SynthError, SynthOptions, SynthProgress
 from core.data.synth.journal import Journal, journal_path
-from core.data.synth.prompts import Prompts
+from core.data.synth.outcome import SynthOutcome, SynthReport, skipped_lines
+from core.data.synth.prompts import Prompts, workspace_prompts
+from core.errors import BadInput
 from core.files.atomic import FileExistsRefused
 from core.i18n import _
 from core.serve.chat import Endpoint
+
+__all__ = ["ChunkPlan", "SynthOutcome", "SynthReport", "SynthRequest", "SynthStart", "generate_pairs",
+           "plan_chunks", "resolve_endpoint", "skipped_lines", "synthesize"]
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 
@@ -58,18 +67,11 @@ def plan_chunks(sources, *, budget: int = DEFAULT_BUDGET, overlap: int = DEFAULT
     if not docs:
         raise DocumentError(_("none of the documents can be read:\n{why}",
                               why="\n".join(f"  {why}" for _path, why in skipped)))
-    chunks = [c for d in docs for c in chunk_document(d, budget=budget, overlap=overlap)]
+    try:
+        chunks = [c for d in docs for c in chunk_document(d, budget=budget, overlap=overlap)]
+    except ValueError as exc:  # a budget too small to hold a sentence
+        raise BadInput(str(exc)) from exc
     return ChunkPlan(docs, chunks, skipped)
-
-
-def skipped_lines(skipped: list[tuple[str, str]]) -> list[str]:
-    """What the person reads about the documents left out."""
-    if not skipped:
-        return []
-    from core.data.wording import counted
-
-    return [_("skipped {n} that cannot be read:", n=counted("document", len(skipped)))] + \
-        [f"  {why}" for _path, why in skipped]
 
 
 def resolve_endpoint(ws, *, server: str | None = None, api_base: str | None = None, model: str | None = None,
@@ -109,76 +111,65 @@ def resolve_endpoint(ws, *, server: str | None = None, api_base: str | None = No
 
 
 @dataclass
-class SynthReport:
+class SynthRequest:
+    """What to generate: the documents, the file the pairs are for (the journal and the review sit beside it),
+    the run's options and filter threshold, and whom to ask — `server` (a server devtune started; None: the
+    active one) or `api_base` (any OpenAI-compatible server, with `model` and the key read from `key_env`)."""
+
+    sources: list[Path]
     output: Path
-    documents: int
-    chunks: int
-    rows: int
-    rejected: dict[str, int]
-    rejects: Path
-    provenance: Path
-    journal: Path
-    progress: SynthProgress
-    min_grounding: float
-    model: str
-    elapsed_s: float
-    per_document: dict[str, int] = field(default_factory=dict)
-    skipped: list[tuple[str, str]] = field(default_factory=list)
-    written: bool = True  # False: no pair passed, OUT was not written (nor replaced)
-
-    def to_json(self) -> dict:
-        p = self.progress
-        return {"output": str(self.output), "rows": self.rows, "chunks": self.chunks,
-                "chunks_done": p.chunks_done, "documents": self.documents, "rejected": self.rejected,
-                "rejects": str(self.rejects), "provenance": str(self.provenance), "journal": str(self.journal),
-                "model": self.model, "min_grounding": self.min_grounding, "requests": p.requests,
-                "from_journal": p.from_journal, "retries": p.retries, "errors": p.errors,
-                "tokens": {"prompt": p.prompt_tokens, "completion": p.completion_tokens},
-                "tokens_per_s": round(p.tokens_per_s, 2), "stopped": p.stopped or None,
-                "skipped": [{"file": f, "reason": why} for f, why in self.skipped], "written": self.written,
-                "elapsed_s": round(self.elapsed_s, 2)}
-
-    def lines(self) -> list[str]:
-        from core.data.wording import counted
-
-        p = self.progress
-        if self.written:
-            out = [_("{pairs} written to {output} from {chunks} of {docs} ({done} answered)",
-                     pairs=counted("pair", self.rows), output=self.output, chunks=counted("chunk", self.chunks),
-                     docs=counted("document", self.documents), done=p.chunks_done)]
-        else:
-            out = [_("no pair passed the filters: {output} was not written (the rejects say why; the journal keeps "
-                     "every reply, so a run with other settings asks nothing again)", output=self.output)]
-        out += skipped_lines(self.skipped)
-        if self.rejected:
-            out.append(_("  rejected: {reasons} → {rejects}", rejects=self.rejects,
-                         reasons=", ".join(f"{k} {v}" for k, v in self.rejected.items())))
-        out.append(_("  grounding threshold {t:.2f} · provenance {prov}", t=self.min_grounding, prov=self.provenance))
-        out.append(_("  {requests} sent, {cached} answered from the journal, {retries} · tokens {prompt} + "
-                     "{completion} · {rate:.1f} tokens/s", requests=counted("request", p.requests),
-                     cached=p.from_journal, retries=counted("retry", p.retries), prompt=p.prompt_tokens,
-                     completion=p.completion_tokens, rate=p.tokens_per_s))
-        if p.stopped in ("max-requests", "max-tokens"):
-            out.append(_("  stopped at the cap ({cap}): {left} not asked yet; run again with a higher cap "
-                         "and --force to carry on", cap=p.stopped, left=counted("chunk", self.chunks - p.chunks_done)))
-        return out
+    options: SynthOptions = field(default_factory=SynthOptions)
+    min_grounding: float = DEFAULT_GROUNDING
+    server: str | None = None
+    api_base: str | None = None
+    model: str | None = None
+    key_env: str = DEFAULT_KEY_ENV
+    budget: int = DEFAULT_BUDGET  # tokens of a chunk
+    overlap: int = DEFAULT_OVERLAP
 
 
-def synthesize(plan: ChunkPlan, output: Path, endpoint: Endpoint, prompts: Prompts, options: SynthOptions, *,
-               min_grounding: float = DEFAULT_GROUNDING, force: bool = False,
-               progress: Callable[[SynthProgress], None] | None = None,
-               cancelled: Callable[[], bool] | None = None) -> SynthReport:
-    output = Path(output)
-    if output.exists() and not force:
-        raise FileExistsRefused(output)
+@dataclass
+class SynthStart:
+    """Said once, before the first request: what is asked, of whom, with which prompts."""
+
+    plan: ChunkPlan
+    endpoint: Endpoint
+    prompts: Prompts
+
+
+def generate_pairs(ws, request: SynthRequest, *, started: Callable[[SynthStart], None] | None = None,
+                   progress: Callable[[SynthProgress], None] | None = None,
+                   cancelled: Callable[[], bool] | None = None) -> SynthOutcome:
+    """Plan the chunks, find the server, generate (journaled) and filter. The errors are core's (a document,
+    a prompt, the server: DevtuneError kinds); everything answered before one is in the journal."""
+    began = time.perf_counter()
+    plan = plan_chunks(request.sources, budget=request.budget, overlap=request.overlap)
     if not plan.chunks:
         raise SynthError(_("the documents hold no text to ask about"))
-    began = time.perf_counter()
-    journal = Journal(journal_path(output))
-    state = Generator(endpoint, prompts, journal, options, progress=progress, cancelled=cancelled).run(plan.chunks)
-    candidates = collect(plan.chunks, journal, endpoint.model, prompts, options)
-    review(candidates, min_grounding=min_grounding)
-    files = write_dataset(output, candidates, force=force, min_grounding=min_grounding, empty=False)
-    return SynthReport(output, len(plan.documents), len(plan.chunks), files.rows, files.rejected, files.rejects,
-                       files.provenance, journal.path, state, min_grounding, endpoint.model,
-                       time.perf_counter() - began, plan.per_document(), plan.skipped, files.written)
+    endpoint = resolve_endpoint(ws, server=request.server, api_base=request.api_base, model=request.model,
+                                key_env=request.key_env)
+    prompts = workspace_prompts(ws.configs_dir)
+    if started is not None:
+        started(SynthStart(plan, endpoint, prompts))
+    output = Path(request.output)
+    with Journal(journal_path(output)) as journal:
+        state = Generator(endpoint, prompts, journal, request.options, progress=progress,
+                          cancelled=cancelled).run(plan.chunks)
+    candidates = collect(plan.chunks, journal, endpoint.model, prompts, request.options)
+    review(candidates, min_grounding=request.min_grounding)
+    return SynthOutcome(output, plan.chunks, candidates, state, endpoint.model, request.min_grounding,
+                        skipped=plan.skipped, documents=len(plan.documents), per_document=plan.per_document(),
+                        journal=journal.path, elapsed_s=time.perf_counter() - began)
+
+
+def synthesize(ws, request: SynthRequest, *, force: bool = False,
+               started: Callable[[SynthStart], None] | None = None,
+               progress: Callable[[SynthProgress], None] | None = None,
+               cancelled: Callable[[], bool] | None = None) -> SynthReport:
+    """`devtune data synth`: an existing OUT is refused before anything is asked (unless `force`), then the
+    pairs are generated and written."""
+    output = Path(request.output)
+    if output.exists() and not force:
+        raise FileExistsRefused(output)
+    outcome = generate_pairs(ws, request, started=started, progress=progress, cancelled=cancelled)
+    return outcome.write(force=force)

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.errors import BadInput
 from core.files.atomic import write_new
 from core.i18n import _
 
@@ -24,7 +25,7 @@ LANGUAGE_NAMES = {"zh": "Simplified Chinese (简体中文)", "en": "English"}
 _FIELD = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 
 
-class PromptError(Exception):
+class PromptError(BadInput):
     """A prompt file is missing or uses a placeholder devtune does not fill."""
 
 
