@@ -1,7 +1,8 @@
 # devtune: two commands do all set-up on a fresh machine.
 #   make demo   the wizard on a demo workspace (sample data + tiny CPU model)
 #   make test   the whole test suite (what CI runs)
-#   make check  the fast tier while working: everything but the e2e tests (real LLaMA-Factory, vLLM)
+#   make check  the fast tier while working: everything that starts no LLaMA-Factory, torch, DeepSpeed,
+#               vLLM or Slurm (tests/conftest.py marks those `stack` from the fixtures they use)
 # Both are quick to re-run: core/setup/install.py skips what is already in place.
 
 PY        ?= python3
@@ -40,7 +41,7 @@ demo: envs
 
 test: envs slurm
 	$(VENV)/bin/ruff check .
-	$(PYTEST) -n $(TEST_JOBS) --dist loadscope $(PYTEST_ARGS)
+	$(PYTEST) -n $(TEST_JOBS) --dist loadscope --durations=25 $(PYTEST_ARGS)
 
 # Debian's Slurm and munge, for the tests that start a real two-node cluster on this machine
 # (tests/slurm_cluster.py). Installed only as root with apt-get; elsewhere those tests say why they skip.
@@ -53,10 +54,11 @@ slurm:
 			|| echo "could not install Slurm: the Slurm tests will be skipped"; \
 	else echo "Slurm is not installed and this is not root with apt-get: the Slurm tests will be skipped"; fi
 
-# no e2e and no serving-environment tests: core, tui and snapshots
+# the fast tier: no e2e, no serving-environment and no stack tests (those that start LLaMA-Factory, torch,
+# DeepSpeed, vLLM or Slurm, or install packages: marked from the fixtures they use, tests/conftest.py)
 check: envs
 	$(VENV)/bin/ruff check .
-	$(PYTEST) -n $(TEST_JOBS) --dist loadscope -m "not e2e and not serve" $(PYTEST_ARGS)
+	$(PYTEST) -n auto --dist load -m "not e2e and not serve and not stack" $(PYTEST_ARGS)
 
 # Each benchmark prints its figures as ratios to a baseline measured in the same run.
 bench: envs

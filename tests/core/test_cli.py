@@ -3,14 +3,17 @@ import json
 from cli.main import _split_workspace_positional, build_parser
 
 
-def test_version_and_help(devtune_cli):
+def test_version_and_help(devtune_console):
+    """The console script itself (most tests call main() in-process through devtune_cli)."""
+    devtune_cli = devtune_console
     out = devtune_cli("--version")
     assert out.returncode == 0 and out.stdout.startswith("devtune ")
     out = devtune_cli("--help")
     assert out.returncode == 0 and "demo" in out.stdout and "Exit codes" in out.stdout
 
 
-def test_usage_error_exits_2(devtune_cli):
+def test_usage_error_exits_2(devtune_console):
+    devtune_cli = devtune_console
     out = devtune_cli("demo")  # the command, not a folder named demo: say how to open that one
     assert out.returncode == 2 and "devtune demo DIR" in out.stderr and "devtune ./demo" in out.stderr
     out = devtune_cli("runs", "--no-such-flag")
@@ -43,12 +46,13 @@ def test_positional_workspace_is_not_a_command():
     assert _split_workspace_positional(["--lang", "zh", "runs"], names) == (["--lang", "zh", "runs"], None)
 
 
-def test_wizard_refuses_without_a_terminal(devtune_cli, tmp_path):
+def test_wizard_refuses_without_a_terminal(devtune_console, tmp_path):
+    devtune_cli = devtune_console
     out = devtune_cli(str(tmp_path))
     assert out.returncode == 2 and "terminal" in out.stderr
 
 
-def test_demo_seeds_and_keeps_edits(devtune_cli, tmp_path):
+def test_demo_seeds_and_keeps_edits(devtune_cli, tmp_path, uses_torch):
     ws = tmp_path / "demo"
     first = devtune_cli("demo", str(ws))
     assert first.returncode == 0, first.stderr

@@ -48,7 +48,7 @@ def _filled(config: dict, hidden: int = 4096) -> dict:
 
 
 @pytest.mark.parametrize("stage,offload", CASES)
-def test_deepspeed_own_config_classes_accept_them(stage, offload):
+def test_deepspeed_own_config_classes_accept_them(stage, offload, uses_torch):
     pytest.importorskip("deepspeed")
     from deepspeed.runtime.config import DeepSpeedConfig
     from deepspeed.runtime.zero.offload_config import OffloadDeviceEnum

@@ -31,7 +31,7 @@ def held_out_workspace(ws):
     return ws
 
 
-def test_the_held_out_set_is_wired_with_llamafactorys_names(workspace):
+def test_the_held_out_set_is_wired_with_llamafactorys_names(workspace, uses_llamafactory):
     spec = wire_eval_loss(held_out_workspace(workspace), preset_spec("cpu-demo", ["support"]))
     assert spec.eval_dataset == ["support_eval"] and spec.eval_strategy == "steps"
     # 23 rows / batch 4 = 6 steps an epoch × 80 epochs = 480 steps: about 10 evaluations, on logging steps (5)

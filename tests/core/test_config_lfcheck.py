@@ -16,7 +16,8 @@ from core.config.presets import preset_spec
 from core.config.spec import LF_DEFAULTS
 from tests.core.config_workspace import ROOT, fake_model, register_dataset
 
-pytestmark = pytest.mark.skipif(installed_llamafactory_version() is None, reason="llamafactory is not installed")
+pytestmark = [pytest.mark.skipif(installed_llamafactory_version() is None, reason="llamafactory is not installed"),
+              pytest.mark.usefixtures("uses_llamafactory")]
 
 
 def test_devtune_knows_llamafactorys_defaults():

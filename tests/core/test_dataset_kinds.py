@@ -179,7 +179,7 @@ def test_pretrain_preview_and_stats(tmp_path):
     assert list(report.stats.fields) == ["text"] and report.stats.rows == 6
 
 
-def test_a_txt_file_is_pretraining_text_a_row_per_line_as_llamafactory_reads_it(tmp_path):
+def test_a_txt_file_is_pretraining_text_a_row_per_line_as_llamafactory_reads_it(tmp_path, uses_llamafactory):
     """datasets' text builder (what LLaMA-Factory loads a .txt with): every line a row, an empty one too,
     CRLF and a lone CR end a line, a BOM stays in the first row's text. Lint counts the same rows, warns
     about the empty one and the BOM; plain fix keeps every row (the BOM removed), --yes drops the empty one."""

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def this_machine(tmp_path_factory):
+def this_machine(tmp_path_factory, uses_torch):
     """The whole doctor, for real, on this CPU-only machine (once for the module)."""
     from core.workspace.layout import Workspace
 

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("deepspeed") is None or
                                 reason="needs the training stack (.venv)")
 
 
-def test_the_demo_command_prints_only_its_own_lines(devtune_cli, tmp_path):
+def test_the_demo_command_prints_only_its_own_lines(devtune_cli, tmp_path, uses_torch):
     done = devtune_cli("demo", str(tmp_path / "demo"))
     assert done.returncode == 0, done.stderr[-2000:]
     output = done.stdout + done.stderr
@@ -19,7 +19,7 @@ def test_the_demo_command_prints_only_its_own_lines(devtune_cli, tmp_path):
     assert "tiny model built" in done.stdout
 
 
-def test_quieting_devtunes_own_process_leaves_its_childrens_environment_alone(monkeypatch):
+def test_quieting_devtunes_own_process_leaves_its_childrens_environment_alone(monkeypatch, uses_torch):
     """The export and training processes devtune starts keep their progress bars (the Merge step reads them)."""
     import os
     import subprocess

@@ -164,7 +164,7 @@ all_reduce_that_never_returns()
 
 
 @pytest.mark.skipif(py_spy() is None, reason="py-spy is not installed")
-def test_launcher_rank_and_worker_the_ranks_are_dumped(tmp_path):
+def test_launcher_rank_and_worker_the_ranks_are_dumped(tmp_path, uses_torch):
     """Issue 19 audit: only childless Python processes were dumped, so a rank with a data-loader worker was
     never read (its worker was, the hung collective stayed invisible). torchrun -> 2 ranks -> 1 worker each:
     the two ranks are dumped, not torchrun's elastic agent nor the workers."""

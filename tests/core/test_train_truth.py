@@ -126,7 +126,7 @@ def _wait_ended(ws, run_id: str, timeout: float = 120) -> None:
         time.sleep(0.2)
 
 
-def test_a_new_run_never_resumes_a_checkpoint_it_was_not_asked_to(workspace, capsys):
+def test_a_new_run_never_resumes_a_checkpoint_it_was_not_asked_to(workspace, capsys, uses_llamafactory):
     """Issue 16: a second run in a folder that holds a finished run's checkpoint used to auto-resume it (or,
     before issue 21, trained zero steps). Now every run gets a folder of its own; the config stays as it is."""
     cfg = workspace.root / "configs" / "train.yaml"

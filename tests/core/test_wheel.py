@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.usefixtures("uses_install")
 
 OPEN_EVERY_STEP = textwrap.dedent("""
     import asyncio, sys

@@ -157,7 +157,7 @@ async def test_a_held_out_set_is_wired_for_the_eval_loss_and_follows_the_dataset
         assert screen.query_one(FieldForm).values()["eval_dataset"] == ""
 
 
-async def test_f6_asks_llamafactorys_own_parser(demo_ws, config_only):
+async def test_f6_asks_llamafactorys_own_parser(demo_ws, config_only, uses_llamafactory):
     """F6 runs the real LLaMA-Factory argument check off the event loop and its verdict joins the findings
     (the import behind it was once renamed without this key noticing)."""
     app = DevtuneApp(demo_ws, watch_terminal=False)

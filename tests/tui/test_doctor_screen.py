@@ -33,7 +33,7 @@ async def select(pilot, screen, check_id: str) -> None:
     await wait_until(pilot, lambda: screen.selected_check_id() == check_id)
 
 
-async def test_real_doctor_on_this_machine(workspace, doctor_only, monkeypatch):
+async def test_real_doctor_on_this_machine(workspace, doctor_only, monkeypatch, uses_torch):
     monkeypatch.delenv(REPLAY_ENV, raising=False)
     kinds = []  # the doctor's events, in the order the screen received them (on the event loop)
     shown = DoctorScreen._doctor_event
