@@ -212,6 +212,9 @@ class DevtuneApp(App[int]):
         from tui.widgets.step_guide import StepGuide
         from tui.widgets.stepper import Stepper
 
+        if not self.screen_stack:  # the app is closing (a state write can finish after the last screen went)
+            return
+
         for stepper in self.screen.query(Stepper):
             stepper.refresh_steps()
         for guide in self.screen.query(StepGuide):

@@ -58,7 +58,10 @@ def test_a_frozen_rank_is_a_stall_with_the_other_ranks_stack_and_tokens_per_s_is
 
     _require_ptrace()
     env = {k: lf_env[k] for k in ("HF_HOME", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "XDG_CACHE_HOME")}
-    scale_workspace(workspace, tiny_model, devtune_cli, "--gpus", "2", env=env)
+    # long by construction: the tiny model trains hundreds of steps a second here, so a run of 60 epochs could
+    # end before 10 s of the trainer's clock gave a live tokens/s (seen in make test); this one ends only when
+    # the test stops it
+    scale_workspace(workspace, tiny_model, devtune_cli, "--gpus", "2", env=env, epochs=100_000)
     assert "include_num_input_tokens_seen: true" in (workspace.configs_dir / "train.yaml").read_text()
     ws = ["-w", str(workspace.root)]
     out = devtune_cli(*ws, "train", "--detach", env=env)
