@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+from pathlib import Path
+
 import pytest
 
 from core.config.full_check import check_config, lf_findings
@@ -69,3 +71,10 @@ def test_template_list_and_model_defaults_come_from_the_installed_llamafactory(t
     assert default_template("meta-llama/Meta-Llama-3-8B-Instruct", catalog) == "llama3"
     assert default_template("Qwen/Qwen3-4B-Instruct-2507", catalog) == "qwen3_nothink"
     assert load_catalog(cache).names == catalog.names  # from the cache this time
+    # the screens' tests outside the stack tier read this recording instead (tests/conftest.py): it must
+    # still be what the installed LLaMA-Factory prints, else record it again from `cache`
+    import json
+
+    recorded = json.loads((Path(__file__).parents[1] / "fixtures" / "config" / "lf_templates.json").read_text())
+    assert (recorded["version"], recorded["names"], recorded["hub"]) == \
+        (catalog.version, list(catalog.names), catalog.hub_defaults), "record tests/fixtures/config/lf_templates.json again"
