@@ -89,22 +89,17 @@ class DoctorScreen(StepScreen):
         self.summary = _("probing this machine...")
         self.run_background(self._run_doctor, self.ws, None, None, group="doctor",
                             description=_("Running the doctor"), progress=self._doctor_event,
-                            done=lambda _r: self._finished(whole=True))
+                            done=lambda _r: self._finished(whole=True), failed=lambda _e: self._stopped("doctor"))
 
     @staticmethod
     def _run_doctor(job: Job, ws, check_ids: list[str] | None, evidence) -> None:
         """Every check (check_ids None) or a re-check of some against `evidence`; each event goes back."""
         from core.doctor.registry import get_verdict
-        from core.doctor.replay import doctor_events, replay_folder
-        from core.doctor.runner import DoctorFinished
+        from core.doctor.replay import run_doctor
 
         verdicts = [get_verdict(i) for i in check_ids] if check_ids is not None else None
         # stoppable: quitting the app must not wait for vLLM's import to finish
-        for event in doctor_events(ws, verdicts, evidence=evidence, should_stop=lambda: job.cancelled):
-            if isinstance(event, DoctorFinished) and check_ids is None and replay_folder() is None:
-                from core.doctor.found_gpus import save_found_gpus
-
-                save_found_gpus(ws.root, event.evidence)  # for the Config step's memory fit
+        for event in run_doctor(ws, verdicts, evidence=evidence, should_stop=lambda: job.cancelled):
             job.report(event)
 
     def action_rerun_check(self) -> None:
@@ -127,17 +122,21 @@ class DoctorScreen(StepScreen):
         self.running_some = frozenset(ids)
         self.run_background(self._run_doctor, self.ws, ids, self.evidence, group="doctor-recheck",
                             description=_("Re-running checks"), progress=self._doctor_event,
-                            done=lambda _r: self._finished(whole=False))
+                            done=lambda _r: self._finished(whole=False),
+                            failed=lambda _e: self._stopped("doctor-recheck"))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         super().on_worker_state_changed(event)  # shows the error
-        if event.state not in (WorkerState.ERROR, WorkerState.CANCELLED):
-            return
+        if event.state in (WorkerState.ERROR, WorkerState.CANCELLED):
+            self._stopped(event.worker.group)
+
+    def _stopped(self, group: str) -> None:
+        """A run that ended before its end (a devtune error in the error box, a crash, or cancelled)."""
         tree = self.query_one(CheckTree)
-        if event.worker.group == "doctor":
+        if group == "doctor":
             self.running_all = False
             self.summary = _("the doctor stopped before the end; F5 runs it again")
-        elif event.worker.group == "doctor-recheck":
+        elif group == "doctor-recheck":
             for check_id in self.running_some:
                 check = self.checks.get(check_id)
                 tree.set_state(check_id, check.status if check else "pending")

@@ -56,26 +56,16 @@ def run_doctor_command(args) -> int:
         raise BadInput(_("unknown check {names}; `devtune doctor --json` lists every check id",
                          names=", ".join(unknown)))
 
-    from core.doctor.evidence import Evidence
-    from core.doctor.probes import DoctorContext
-    from core.doctor.replay import replay_folder
+    from core.doctor.replay import run_doctor
     from core.doctor.report import render_text, save_report
-    from core.doctor.runner import ProbeFinished, iter_doctor, select_verdicts, DoctorFinished
+    from core.doctor.runner import DoctorFinished, ProbeFinished, select_verdicts
 
     ws = workspace(args)
     verdicts = select_verdicts(only, checks)
-    evidence, ctx = None, None
-    replay = replay_folder(args.replay)  # --replay DIR, or $DEVTUNE_DOCTOR_REPLAY as in the wizard
-    if replay:
-        try:
-            evidence = Evidence.load(replay)
-        except (OSError, ValueError) as exc:
-            raise BadInput(str(exc)) from exc
-    else:
-        ctx = DoctorContext.for_this_machine(ws if ws.root.is_dir() else None)
     show_progress = sys.stderr.isatty()  # --json too: stdout holds only the report
     report = ev = None
-    for event in iter_doctor(ctx, verdicts, evidence=evidence, replay=evidence is not None):
+    # --replay DIR, or $DEVTUNE_DOCTOR_REPLAY as in the wizard: the same run as the Doctor step's
+    for event in run_doctor(ws if ws.root.is_dir() else None, verdicts, replay=args.replay):
         if isinstance(event, ProbeFinished) and show_progress:
             left = ", ".join(event.remaining)
             text = (_("probing... {n} left: {names}", n=len(event.remaining), names=left) if left
@@ -86,13 +76,6 @@ def run_doctor_command(args) -> int:
             report, ev = event.report, event.evidence
     if show_progress:
         sys.stderr.write("\r\033[K")
-    if evidence is None and ws.root.is_dir() and ev is not None:
-        from core.doctor.found_gpus import save_found_gpus
-
-        try:
-            save_found_gpus(ws.root, ev)  # the Config step's memory fit reads it
-        except OSError:
-            pass
     if args.record:
         try:
             ev.save(args.record)
