@@ -77,7 +77,7 @@ def _run_to_diagnose(args):
 
 
 def run_diagnose(args) -> int:
-    from core.train.failures import diagnose_files, diagnose_run
+    from core.train.failures import diagnose_files, diagnose_record
     from core.train.runs import run_dir
 
     try:
@@ -90,10 +90,7 @@ def run_diagnose(args) -> int:
             directory = run_dir(ws, record.id)
             paths = [p for p in (directory / "stderr.log", directory / "stdout.log") if p.exists()]
             print(_("run {id} ({status})", id=record.id, status=_status(record)), file=sys.stderr)
-            found = diagnose_run(directory, ws.abs(record.output_dir) if record.output_dir else None,
-                                 exit_code=record.exit_code if args.exit_code is None else args.exit_code,
-                                 stop_requested=args.stopped or record.stop_requested is not None,
-                                 training=record.kind != "export")
+            found = diagnose_record(ws, record, exit_code=args.exit_code, stop_requested=args.stopped)
         else:
             paths = _expand(args.logs)
             found = diagnose_files(paths, exit_code=args.exit_code, stop_requested=args.stopped)

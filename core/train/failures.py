@@ -174,6 +174,20 @@ def diagnose_run(run_dir: str | os.PathLike, output_dir: str | os.PathLike | Non
                           training=training)
 
 
+def diagnose_record(ws, record, *, exit_code: int | None = None, stop_requested: bool = False) -> list[Diagnosis]:
+    """A devtune run's diagnosis as both front-ends ask for it (the Train step, `devtune diagnose RUN`): its
+    logs and output folder, its own exit code unless `exit_code` says another, a stop asked by the person or
+    by its record, and an export run read as one. A run that finished well has nothing to diagnose."""
+    from core.train.runs import RunStatus, run_dir
+
+    if record.status is RunStatus.FINISHED and exit_code is None:
+        return []
+    return diagnose_run(run_dir(ws, record.id), ws.abs(record.output_dir) if record.output_dir else None,
+                        exit_code=record.exit_code if exit_code is None else exit_code,
+                        stop_requested=stop_requested or record.stop_requested is not None,
+                        training=record.kind != "export")
+
+
 def last_logged_step(output_dir: Path) -> tuple[int, int] | None:
     """(current_steps, total_steps) of the last line of LLaMA-Factory's trainer_log.jsonl, if any."""
     path = output_dir / "trainer_log.jsonl"

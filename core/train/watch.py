@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from core.files.tail import LineTail
 from core.train.metrics import MetricsPoller, ProgressSnapshot
-from core.train.runs import RunRecord, RunStatus, refresh, run_dir, trainer_log_source
+from core.train.runs import RunRecord, refresh, run_dir, trainer_log_source
 from core.train.snapshot import RunSnapshot, snapshot_of
 from core.workspace.layout import Workspace
 
@@ -133,13 +133,9 @@ class RunWatcher:
 
     def diagnose(self) -> list:
         """Diagnoses of the run's logs (empty when it finished well or was stopped on request)."""
-        from core.train.failures import diagnose_run
+        from core.train.failures import diagnose_record
 
-        if self.record.status is RunStatus.FINISHED:
-            return []
-        out = self.ws.abs(self.record.output_dir) if self.record.output_dir else None
-        return diagnose_run(self.dir, out, exit_code=self.record.exit_code,
-                            stop_requested=self.record.stop_requested is not None)
+        return diagnose_record(self.ws, self.record)
 
     def gpu_status(self) -> dict | None:
         import orjson
