@@ -356,13 +356,12 @@ class ConfigScreen(StepScreen):
         return saved, preview(ws, spec, config_path, found=found, catalog=catalog)
 
     def _saved(self, result) -> None:
-        from core.config.files import summary_line
+        from core.config.files import config_saved
 
         saved, shown = result
         self.clear_error()
         self._force_save = False
-        self.set_status("attention" if shown.errors else "done", summary_line(shown))
-        self.app.remember(config_file=saved.yaml_path)
+        self.app.apply_change(config_saved(self.ws.rel(self.ws.abs(saved.yaml_path)), shown))
         written = ", ".join(saved.written) or _("nothing changed")
         self.notify(_("saved: {files}", files=written), timeout=5)
 

@@ -232,11 +232,7 @@ class MergeScreen(StepScreen):
 
     def _checked(self, report) -> None:
         self.report = report
-        if report.verdict == "error":
-            self.set_status("attention", _("{dir}: the check found a problem", dir=report.export_dir))
-        else:
-            self.set_status("done", _("merged into {dir}", dir=report.export_dir))
-        self.app.remember(export_dir=report.export_dir)
+        self.app.apply_change(report.state_change())
 
     def watch_report(self, report) -> None:
         from core.merge.export_check import verdict_label

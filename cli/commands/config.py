@@ -171,7 +171,6 @@ def run_init(args) -> int:
     from core.config.gpu_catalog import gpu_model
     from core.config.presets import PRESETS, preset_spec
     from core.config.starting_preset import starting_preset
-    from core.workspace.layout import StepStatus
     from core.config.yaml_in import ImportProblem, import_lf_yaml
 
     ws = workspace(args).ensure()
@@ -209,7 +208,10 @@ def run_init(args) -> int:
         first = exc.errors()[0]
         raise BadInput(_("{key}: {error}", key=".".join(str(p) for p in first["loc"]), error=first["msg"])) from exc
     shown = preview(ws, spec, out_path, catalog=_cached_catalog(ws))
-    _remember(ws, shown, out_path, StepStatus)
+    from core.config.files import config_saved
+    from core.workspace.changes import apply_change
+
+    apply_change(ws, config_saved(ws.rel(ws.abs(out_path)), shown))  # as the Config step's Ctrl+S
     if args.json:
         emit_json({"config_file": out_path, "adopted": adopted, "written": saved.written if saved else [],
                    "unchanged": saved.unchanged if saved else [], "kept": kept, "notes": notes,
@@ -229,18 +231,6 @@ def run_init(args) -> int:
     _print_findings(shown.findings, brief=True)
     _print_commands(ws, shown.commands)
     return EXIT_OK
-
-
-def _remember(ws, shown, path: str, StepStatus) -> None:
-    from core.config.files import summary_line
-
-    status = StepStatus.ATTENTION if shown.errors else StepStatus.DONE
-
-    def mutate(state):
-        state.config_file = path
-        state.set_step("config", status, summary_line(shown))
-
-    ws.update_state(mutate)
 
 
 # ---- show / check / command / export -------------------------------------------------------------

@@ -111,7 +111,9 @@ def run_merge(args) -> int:
         return EXIT_PROBLEMS
     report = check_export(ws, plan.export_dir, template=plan.template, base_model=plan.base_model,
                           adapter=plan.adapter, run_id=plan.run_id, numeric=not args.no_numeric, progress=say)
-    ws.update_state(lambda s: setattr(s, "export_dir", plan.export_dir))
+    from core.workspace.changes import apply_change
+
+    apply_change(ws, report.state_change())  # as the Merge step: the workspace's export, the step's mark
     if args.json:
         emit_json({"export_run": record.id, "export_dir": plan.export_dir, "status": final.status.value,
                    "warnings": plan.warnings, **_report_json(report)})

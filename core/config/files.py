@@ -360,6 +360,17 @@ def preview(ws: Workspace, spec: TrainSpec, path: str = DEFAULT_CONFIG, *,
                          node_commands(spec, path), check_rules(spec, ctx), ctx.fit, ctx.advice, ctx.targets)
 
 
+def config_saved(path: str, shown: ConfigPreview):
+    """What saving a config implies for both front-ends: it is the workspace's config (`devtune train` and the
+    Train step start it), and the Config step is done, or needs attention when the config has errors."""
+    from core.workspace.changes import StateChange, StepMark
+    from core.workspace.step_status import StepStatus
+
+    return StateChange(chosen={"config_file": path},
+                       steps={"config": StepMark(StepStatus.ATTENTION if shown.errors else StepStatus.DONE,
+                                                 summary_line(shown))})
+
+
 def summary_line(shown: ConfigPreview) -> str:
     """One line for the stepper and `devtune config show`."""
     from core.config.memfit import gib, verdict_label

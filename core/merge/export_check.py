@@ -87,6 +87,16 @@ class ExportReport(BaseModel):
         levels = {f.level for f in self.findings}
         return FAIL if FAIL in levels else WARN if WARN in levels else OK
 
+    def state_change(self):
+        """What a checked export implies for both front-ends: it is the workspace's export, and the Merge step
+        is done (or needs attention when the check found a problem)."""
+        from core.workspace.changes import StateChange, StepMark
+        from core.workspace.step_status import StepStatus
+
+        mark = (StepMark(StepStatus.ATTENTION, _("{dir}: the check found a problem", dir=self.export_dir))
+                if self.verdict == FAIL else StepMark(StepStatus.DONE, _("merged into {dir}", dir=self.export_dir)))
+        return StateChange(chosen={"export_dir": self.export_dir}, steps={"merge": mark})
+
 
 def report_dir(ws: Workspace, export_dir: str | Path) -> Path:
     return ws.state_dir / "exports" / Path(export_dir).name

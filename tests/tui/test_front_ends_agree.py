@@ -33,9 +33,10 @@ def seeded(root) -> Workspace:
 
 def state_facts(ws: Workspace) -> dict:
     state = ws.load_state()
-    data = state.step("data")
+    data, config = state.step("data"), state.step("config")
     return {"dataset_file": state.dataset_file, "dataset_name": state.dataset_name,
-            "data_step": (data.status.value, data.summary)}
+            "data_step": (data.status.value, data.summary), "config_file": state.config_file,
+            "config_step": (config.status.value, config.summary)}
 
 
 def yaml_of(screen) -> str:
@@ -65,8 +66,12 @@ async def test_a_registered_dataset_is_the_one_the_config_trains_from_either_fro
         await pilot.press("3")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfigScreen) and "lora_rank:" in yaml_of(app.screen))
         tui_yaml = yaml_of(app.screen)
+        await pilot.press("ctrl+s")  # the Config step's save: config init's counterpart
+        await wait_until(pilot, lambda: tui_ws.load_state().config_file is not None)
 
     assert state_facts(tui_ws) == state_facts(cli_ws)
+    assert state_facts(cli_ws)["config_file"] == "configs/train.yaml"
+    assert (tui_ws.configs_dir / "train.yaml").read_text() == cli_yaml
     assert state_facts(cli_ws)["dataset_name"] == "mydata"
     assert state_facts(cli_ws)["data_step"][0] == "done"
     assert json.loads((tui_ws.data_dir / "dataset_info.json").read_text()) == \
