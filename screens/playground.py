@@ -204,7 +204,7 @@ class PlaygroundScreen(StepScreen):
         self.query_one("#pg-server-log", Log).write_line(_("server {id} is ready at {url}", id=record.id,
                                                           url=record.url))
         self._show_commands(commands)
-        self.app.remember(active_server=record.id)
+        self.app.apply_change(record.state_change())
         self.load_servers(record.id)
 
     def _log(self, lines: list[str]) -> None:

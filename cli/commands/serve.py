@@ -139,7 +139,9 @@ def run_serve(args) -> int:
         stop_server(ws, record.id, grace=5.0)
         err(_("start-up interrupted; server {id} stopped", id=record.id))
         return EXIT_INTERRUPTED
-    ws.update_state(lambda s: setattr(s, "active_server", record.id))
+    from core.workspace.changes import apply_change
+
+    apply_change(ws, record.state_change())  # as the Playground does once its server answers
     if args.json:
         data = record.summary()
         if args.show_key:

@@ -96,6 +96,13 @@ class ServerRecord(BaseModel):
     def live(self) -> bool:
         return self.status in LIVE
 
+    def state_change(self):
+        """What a server that answers implies for both front-ends: it is the workspace's server (chat, verify
+        and the Playground talk to it)."""
+        from core.workspace.changes import StateChange
+
+        return StateChange(chosen={"active_server": self.id})
+
     def summary(self) -> dict:
         """The public facts (`devtune serve --json`, `devtune servers --json`)."""
         return {"id": self.id, "url": self.url, "model": self.served_name, "model_path": self.model,
