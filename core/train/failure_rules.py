@@ -237,7 +237,7 @@ def _training_rules() -> list[Rule]:
              _("The model is gated on the Hugging Face hub"),
              _("The model's licence must be accepted on its hub page, and the trainer needs a token of that account."),
              _("Accept the licence on the model's page, then log in (or set HF_TOKEN) on every node."),
-             ("huggingface-cli login", "export HF_TOKEN=..."), weight=96),
+             ("hf auth login", "export HF_TOKEN=..."), weight=96),
         Rule("hub-repo-not-found", (r"Repository Not Found for url", r"RepositoryNotFoundError"),
              _("The model id does not exist on the Hugging Face hub"),
              _("The hub knows no repository of that name: a typo in model_name_or_path (the URL in the error shows "
@@ -245,7 +245,7 @@ def _training_rules() -> list[Rule]:
                "for names it does not know, as for private repositories."),
              _("Copy the exact id from the model's page into model_name_or_path (or use a local folder); for a "
                "private model, log in with a token that can read it."),
-             ("huggingface-cli repo info <model>", "huggingface-cli login"), weight=97,
+             ("hf models info <model>", "hf auth login"), weight=97,
              suppresses=("hub-offline-not-cached",)),
         Rule("hub-offline-not-cached",
              (r"outgoing traffic has been disabled", r"LocalEntryNotFoundError",
@@ -254,9 +254,9 @@ def _training_rules() -> list[Rule]:
              _("The model is neither a local folder nor in the offline cache"),
              _("model_name_or_path names a hub model that was never downloaded into this cache, while the hub is "
                "off (HF_HUB_OFFLINE=1) or unreachable; or the local path does not exist."),
-             _("Download it once where the network is reachable (huggingface-cli download NAME) into the same HF_HOME, "
+             _("Download it once where the network is reachable (`hf download NAME`) into the same HF_HOME, "
                "or set model_name_or_path to a local folder."),
-             ("huggingface-cli download <model>", "echo \"$HF_HOME\" \"$HF_HUB_OFFLINE\""), weight=95),
+             ("HF_HUB_OFFLINE=0 hf download <model>", "echo \"$HF_HOME\" \"$HF_HUB_OFFLINE\""), weight=95),
         Rule("trust-remote-code", (r"set the option `trust_remote_code=True`", r"trust_remote_code=True"),
              _("The model needs its own code (trust_remote_code)"),
              _("This model's config.json points at Python code in its folder (auto_map); transformers runs it only "
@@ -331,7 +331,7 @@ def _training_rules() -> list[Rule]:
              symptom=True),
         Rule("terminated", (), _("Terminated (SIGTERM) without a stop request"),
              _("Something other than devtune sent SIGTERM: a job scheduler, a shutdown, or a user's kill."),
-             _("Resume from the last checkpoint (devtune train resume); check the scheduler's time limit."),
+             _("Resume from the last checkpoint (`devtune resume RUN`); check the scheduler's time limit."),
              weight=50, exit_codes=(143, -15), symptom=True),
         Rule("aborted", (r"^Aborted(?: \(core dumped\))?$",), _("The trainer aborted (SIGABRT)"),
              _("A library called abort(); the lines just before it usually name the cause."),

@@ -41,7 +41,7 @@ def stage_rules() -> list[Rule]:
                "(a half-finished download, an adapter folder, or the parent folder of the model)."),
              _("Point model_name_or_path at the folder that holds config.json and the weights; for a LoRA run's "
                "output, use the base model there and the run's folder as adapter_name_or_path; finish the download "
-               "with huggingface-cli download."),
+               "with `hf download NAME`."),
              ("ls \"$(grep -m1 model_name_or_path configs/train.yaml | cut -d: -f2 | tr -d ' ')\"",), weight=95),
         Rule("model-type-unknown",
              (r"model type `[^`]+` but Transformers does not recognize this architecture",
