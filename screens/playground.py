@@ -167,14 +167,14 @@ class PlaygroundScreen(StepScreen):
 
     @staticmethod
     def _start(job: Job, ws, model: str | None, backend: str | None, tp: int, port: int, trust: bool):
-        from core.serve.plan import ServePlanError, plan_server
-        from core.serve.servers import ServerError, start_server
+        from core.serve.plan import plan_server
+        from core.serve.servers import start_server
 
-        try:
+        try:  # core's own errors (a plan or a server refused) reach the error box as they are
             opts, notes = plan_server(ws, model, backend=backend, port=port, tensor_parallel=tp,
                                       trust_remote_code=trust)
             return start_server(ws, opts), notes
-        except (ServePlanError, ServerError, ValueError) as exc:
+        except ValueError as exc:  # a value that does not parse, as `devtune serve` treats it
             raise UserError(str(exc)) from exc
 
     def _started(self, result) -> None:

@@ -27,8 +27,7 @@ os.environ["DEVTUNE_LANG"] = "en"
 os.environ["TEXTUAL_ANIMATIONS"] = "none"
 
 
-STACK_FIXTURES = {"tiny_model", "lf_env", "uses_llamafactory", "uses_torch", "uses_vllm", "uses_slurm",
-                  "uses_install"}
+STACK_FIXTURES = {"tiny_model", "lf_env", "uses_llamafactory", "uses_torch", "uses_install"}
 STACK_MODULES = ("torch", "transformers", "llamafactory", "deepspeed", "vllm", "peft", "datasets")
 FIXTURES = ROOT / "tests" / "fixtures"
 
@@ -56,16 +55,6 @@ def uses_llamafactory():
 def uses_torch():
     """The test starts torch (torchrun, the doctor's real probes, the tiny model built by `devtune demo`)."""
     _requires("torch", "PyTorch")
-
-
-@pytest.fixture(scope="session")
-def uses_vllm():
-    """The test starts a real model server."""
-
-
-@pytest.fixture(scope="session")
-def uses_slurm():
-    """The test starts Slurm daemons."""
 
 
 @pytest.fixture(scope="session")
