@@ -177,15 +177,19 @@ def diagnose_run(run_dir: str | os.PathLike, output_dir: str | os.PathLike | Non
 def diagnose_record(ws, record, *, exit_code: int | None = None, stop_requested: bool = False) -> list[Diagnosis]:
     """A devtune run's diagnosis as both front-ends ask for it (the Train step, `devtune diagnose RUN`): its
     logs and output folder, its own exit code unless `exit_code` says another, a stop asked by the person or
-    by its record, and an export run read as one. A run that finished well has nothing to diagnose."""
+    by its record, and an export run read as one; advice the run's machine cannot use is replaced by what holds
+    there (core.train.failure_facts). A run that finished well has nothing to diagnose."""
+    from core.train.failure_facts import agree_with_machine, ran_on_cpu
     from core.train.runs import RunStatus, run_dir
 
     if record.status is RunStatus.FINISHED and exit_code is None:
         return []
-    return diagnose_run(run_dir(ws, record.id), ws.abs(record.output_dir) if record.output_dir else None,
-                        exit_code=record.exit_code if exit_code is None else exit_code,
-                        stop_requested=stop_requested or record.stop_requested is not None,
-                        training=record.kind != "export")
+    directory = run_dir(ws, record.id)
+    found = diagnose_run(directory, ws.abs(record.output_dir) if record.output_dir else None,
+                         exit_code=record.exit_code if exit_code is None else exit_code,
+                         stop_requested=stop_requested or record.stop_requested is not None,
+                         training=record.kind != "export")
+    return agree_with_machine(found, on_cpu=ran_on_cpu(record, directory), config=record.source_config)
 
 
 def last_logged_step(output_dir: Path) -> tuple[int, int] | None:
