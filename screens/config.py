@@ -10,7 +10,7 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import var
 from textual.timer import Timer
 
-from core.config.form import FIELDS, form_values, placeholder, spec_from_form
+from core.config.form import FIELDS, form_values, placeholder, ruled_values, spec_from_form
 from core.config.gpu_catalog import CATALOG, GIB
 from core.i18n import _
 from core.config.templates import BUILTIN
@@ -124,6 +124,7 @@ class ConfigScreen(StepScreen):
         self.config_path = "configs/train.yaml"
         self.catalog = BUILTIN
         self.found: list[tuple[str, int]] = []
+        self.rows: int | None = None  # the datasets' training rows: the eval interval's rule needs them
         self._timer: Timer | None = None
         self._form_errors: dict[str, str] = {}
         self._force_save = False
@@ -175,29 +176,35 @@ class ConfigScreen(StepScreen):
             if isinstance(exc, ImportProblem):
                 note = _("{path} cannot be read ({error}): the form starts from the {name} preset; saving "
                          "replaces the file only when asked twice", path=path, error=str(exc), name=name)
-        wired = ConfigScreen._wire_eval(job, ws, spec)
+        wired, rows = ConfigScreen._wire_eval(job, ws, spec)
         if wired.eval_dataset != spec.eval_dataset and note is None:
             note = _("held-out set {names} found: the eval loss is added to the form; save (F5) to train with it",
                      names=", ".join(wired.eval_dataset))
-        return wired, path, found, registered, note
+        return wired, path, found, registered, note, rows
 
     @staticmethod
-    def _wire_eval(job: Job, ws, spec: TrainSpec, old: TrainSpec | None = None) -> TrainSpec:
-        from core.config.eval_loss import wire_eval_loss
+    def _wire_eval(job: Job, ws, spec: TrainSpec, old: TrainSpec | None = None) -> tuple[TrainSpec, int | None]:
+        from core.config.eval_loss import training_rows, wire_eval_loss
 
-        return wire_eval_loss(ws, spec, old)
+        return wire_eval_loss(ws, spec, old), training_rows(ws, spec)
 
     def _loaded(self, loaded: tuple) -> None:
-        spec, path, found, registered, note = loaded
-        self.spec, self.config_path, self.found = spec, path, found
+        spec, path, found, registered, note, rows = loaded
+        self.spec, self.config_path, self.found, self.rows = spec, path, found, rows
         form = self.query_one(FieldForm)
-        form.set_values({**form_values(spec), "preset": ""})
+        typed = form.edited - {"preset"}  # typed while the config was read: kept, on top of the loaded spec
+        form.set_values({k: v for k, v in {**form_values(spec), "preset": ""}.items() if k not in typed})
         form.set_placeholder("dataset", _("registered: {names}", names=", ".join(registered)) if registered
                              else _("none registered yet (Data step)"))
         if found:
             form.query_one("#field-launch-gpu-model").disabled = True
         self._form_errors = {}
         form.set_errors({})
+        if typed:
+            new, errors = spec_from_form(spec, form.values(), rows)
+            self.spec = new or spec
+            self._form_errors = errors
+            form.set_errors(errors)
         if note:
             self.notify(note, timeout=6)
         self.request_preview()
@@ -233,11 +240,13 @@ class ConfigScreen(StepScreen):
                                     done=lambda wired: self._eval_wired(preset, wired))
             return
         old = self.spec
-        new, errors = spec_from_form(self.spec, form.values())
+        values = form.values()
+        new, errors = spec_from_form(self.spec, values, self.rows)
         self._form_errors = errors
         form.set_errors(errors)
         if new is not None:
             self.spec = new
+            form.set_values(ruled_values(old, new, values))  # what the rules changed (core.config.field_rules)
             self._force_save = False
             self.request_preview()
             if event.key == "dataset" and new.dataset != old.dataset:
@@ -250,9 +259,13 @@ class ConfigScreen(StepScreen):
                                     description=_("looking up the model's template"),
                                     done=lambda template: self._set_template(new.model_name_or_path, template))
 
-    def _eval_wired(self, asked: TrainSpec, wired: TrainSpec) -> None:
+    def _eval_wired(self, asked: TrainSpec, result: tuple[TrainSpec, int | None]) -> None:
         """The eval set follows the datasets (unless the form changed again meanwhile)."""
-        if self.spec is not asked or wired.model_dump() == asked.model_dump():
+        wired, rows = result
+        if self.spec is not asked:
+            return
+        self.rows = rows
+        if wired.model_dump() == asked.model_dump():
             return
         self.spec = wired
         self.query_one(FieldForm).set_values({k: v for k, v in form_values(wired).items()
@@ -381,4 +394,5 @@ class ConfigScreen(StepScreen):
 
     def action_reload(self) -> None:
         self.clear_error()
+        self.query_one(FieldForm).edited.clear()  # ^r drops the form's changes
         self.load_config()

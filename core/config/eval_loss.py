@@ -85,15 +85,21 @@ def wire_eval_loss(ws, spec: TrainSpec, old: TrainSpec | None = None) -> TrainSp
     """with_eval_loss (or follow_datasets from `old`) with the workspace's dataset_info.json and the Data
     step's row counts."""
     from core.data.dataset_info import DatasetInfoError, read_dataset_info
-    from core.data.summary import load_summary
 
     try:
         info = read_dataset_info(ws.root / str(value(spec, "dataset_dir")))
     except DatasetInfoError:
         return spec
-    summaries = [load_summary(ws.root, name) for name in spec.dataset]
-    rows = sum(s.rows for s in summaries if s is not None) if summaries and all(summaries) else None
+    rows = training_rows(ws, spec)
     return follow_datasets(old, spec, info, rows) if old is not None else with_eval_loss(spec, info, rows)
+
+
+def training_rows(ws, spec: TrainSpec) -> int | None:
+    """The rows of the spec's datasets as the Data step counted them (None when one is not counted)."""
+    from core.data.summary import load_summary
+
+    summaries = [load_summary(ws.root, name) for name in spec.dataset]
+    return sum(s.rows for s in summaries if s is not None) if summaries and all(summaries) else None
 
 
 def rule_eval(spec: TrainSpec, ctx: RuleContext) -> list[ConfigFinding]:

@@ -82,6 +82,13 @@ def _get(spec: TrainSpec, key: str) -> Any:
     return getattr(spec, key)
 
 
+def ruled_values(base: TrainSpec, new: TrainSpec, values: dict[str, Any]) -> dict[str, Any]:
+    """The fields the rules changed in `new` that the person left as `base` showed them: what the form must
+    show again (QLoRA bits cleared, the stage's output folder, a new eval interval)."""
+    before, after = form_values(base), form_values(new)
+    return {k: v for k, v in after.items() if v != before[k] and values.get(k, before[k]) == before[k]}
+
+
 def form_values(spec: TrainSpec) -> dict[str, Any]:
     """The spec as the form shows it: str for text and choices ("" = default), bool for switches."""
     out: dict[str, Any] = {}
@@ -139,8 +146,10 @@ def _convert(f: FormField, raw: Any) -> Any:
     return text
 
 
-def spec_from_form(base: TrainSpec, values: dict[str, Any]) -> tuple[TrainSpec | None, dict[str, str]]:
-    """A new spec from `base` with the form's values; (None, {field: message}) when some are invalid."""
+def spec_from_form(base: TrainSpec, values: dict[str, Any],
+                   rows: int | None = None) -> tuple[TrainSpec | None, dict[str, str]]:
+    """A new spec from `base` with the form's values, and what they imply (core.config.field_rules, as
+    `config init`; `rows`: the datasets' training rows); (None, {field: message}) when some are invalid."""
     errors: dict[str, str] = {}
     data = base.model_dump()
     launch = dict(data["launch"])
@@ -160,10 +169,10 @@ def spec_from_form(base: TrainSpec, values: dict[str, Any]) -> tuple[TrainSpec |
             launch[name] = launch_defaults[name] if val is None else val
         else:
             data[key] = val
-    follow_changes(data, base)
     data["launch"] = launch
     if errors:
         return None, errors
+    follow_changes(data, base, rows)
     try:
         return TrainSpec.model_validate(data), {}
     except ValidationError as exc:

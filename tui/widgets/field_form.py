@@ -2,7 +2,9 @@
 each row (inline validation). It knows nothing about what the fields mean: the screen gives it
 `FormRow`s, reads `values()`, and sets `set_errors({key: message})`.
 
-Posts `FieldForm.Changed(key)` when the person changes a field (not when values are loaded).
+Posts `FieldForm.Changed(key)` when the person changes a field (not when values are set), and keeps in
+`edited` the fields the person changed since their values were last set: a screen loading values that
+arrive late (a busy machine) leaves those as typed.
 """
 
 from __future__ import annotations
@@ -85,7 +87,7 @@ class FieldForm(VerticalScroll):
         super().__init__(**kwargs)
         self.rows = rows
         self._by_dom = {_dom_id(r.key): r for r in rows}
-        self._loading = 0
+        self.edited: set[str] = set()  # keys the person changed since values were last set in them
 
     def compose(self) -> ComposeResult:
         section = None
@@ -127,12 +129,14 @@ class FieldForm(VerticalScroll):
         return out
 
     def set_values(self, values: dict[str, object]) -> None:
-        self._loading += 1
-        try:
+        """Show `values` without posting Changed. Only the Changed messages these assignments post are held
+        back (Textual's `prevent`, for this call): what the person types meanwhile still arrives."""
+        with self.prevent(Input.Changed, Select.Changed, Checkbox.Changed):
             for key, val in values.items():
                 dom = _dom_id(key)
                 if dom not in self._by_dom:
                     continue
+                self.edited.discard(key)
                 widget = self.query_one(f"#{dom}")
                 if isinstance(widget, Checkbox):
                     widget.value = bool(val)
@@ -144,11 +148,6 @@ class FieldForm(VerticalScroll):
                         widget.value = str(val)
                 else:
                     widget.value = "" if val is None else str(val)
-        finally:
-            self.call_after_refresh(self._done_loading)
-
-    def _done_loading(self) -> None:
-        self._loading = max(0, self._loading - 1)
 
     def set_options(self, key: str, options: list[tuple[str, str]]) -> None:
         dom = _dom_id(key)
@@ -158,13 +157,10 @@ class FieldForm(VerticalScroll):
         widget = self.query_one(f"#{dom}", Select)
         current = widget.value
         row.options = options
-        self._loading += 1
-        try:
+        with self.prevent(Select.Changed):
             widget.set_options(options)
             if current != Select.NULL and any(v == current for _, v in options):
                 widget.value = current
-        finally:
-            self.call_after_refresh(self._done_loading)
 
     def set_placeholder(self, key: str, text: str) -> None:
         dom = _dom_id(key)
@@ -188,9 +184,11 @@ class FieldForm(VerticalScroll):
 
     # events
     def _changed(self, widget_id: str | None) -> None:
-        if self._loading or widget_id not in self._by_dom:
+        if widget_id not in self._by_dom:
             return
-        self.post_message(self.Changed(self, self._by_dom[widget_id].key))
+        key = self._by_dom[widget_id].key
+        self.edited.add(key)
+        self.post_message(self.Changed(self, key))
 
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()
