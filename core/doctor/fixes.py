@@ -82,3 +82,14 @@ def repo_root(ev: Evidence) -> str:
     if len(parts) >= 4 and parts[-2] == "bin":
         return str(Path(*parts[:-3]))
     return "."
+
+
+def demo_fix(ev: Evidence) -> str:
+    """What a machine without a GPU can run: the demo, seeded beside the workspace the doctor looked at, never
+    inside it (`devtune demo ./demo` run in a workspace nested a demo in it), by a path that is right wherever
+    the command is run. Without a workspace: ./demo, beside where the doctor ran."""
+    from pathlib import Path
+
+    workspace = ev.host.get("workspace")
+    target = shlex.quote(str(Path(workspace).parent / "devtune-demo")) if isinstance(workspace, str) else "./demo"
+    return f"devtune demo {target} && devtune {target}"

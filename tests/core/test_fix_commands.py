@@ -7,14 +7,16 @@ Collected, by one mechanism, from where devtune says them:
   (tests/fixtures/doctor/machines), and every fix text in the checks' source, its `{...}` parts rendered from a
   recorded MI300X machine's evidence where they can be;
 - the data step's messages (the `_()` texts in core/data/, in both languages) that name a command;
-- the docs: the lines of ```sh / ```bash blocks in README.md and docs/**/*.md.
+- the docs: the lines of ```sh / ```bash blocks in README.md and docs/**/*.md;
+- the serving lines devtune prints for a server it starts (`equivalent: ...`, `command: ...`), from the real
+  serving environment's launch plan.
 
 A prose text names a command in backticks (`hf download NAME`), or as a run of words starting with one of
 devtune's own programs (devtune data fix {file} -o NAME.jsonl) up to the first plain word.
 
 Each command (each part of a `|`, `&&`, `;` chain) must start with a program of the project's environments
-(.venv/bin, .venv-serve/bin), a target of the Makefile, or a system tool of SYSTEM_TOOLS (with the reason it is
-not checked here). For a program of the environments, `PROGRAM SUBCOMMAND... --help` must succeed and name every
+(.venv/bin by name: it is the person's PATH; .venv-serve/bin only by its path, which is not on it), a target of
+the Makefile, or a system tool of SYSTEM_TOOLS (with the reason it is not checked here). For a program of the environments, `PROGRAM SUBCOMMAND... --help` must succeed and name every
 flag the command passes. Placeholders (RUN, <model>, {file}) stand for positional arguments and are not run.
 """
 
@@ -270,8 +272,26 @@ def doc_commands() -> list[Command]:
     return found
 
 
+def serve_commands() -> list[Command]:
+    """What `devtune serve` and the Playground print for a vLLM server of the real serving environment."""
+    from core.serve.backends import ServeOptions, serve_env, vllm_plan
+    from core.serve.servers import ServerRecord, equivalent_commands
+    from core.workspace.layout import Workspace
+
+    env = serve_env()
+    if not env.has_vllm:
+        return []
+    plan = vllm_plan(ServeOptions(model="/ws/exports/m", served_name="m", port=8001), env, "sk-test")
+    record = ServerRecord(id="m-8001", backend="vllm", model="exports/m", served_name="m", host="127.0.0.1",
+                          port=8001, argv=plan.argv, env=plan.recordable_env(),
+                          api_key_file=".devtune/servers/m-8001/api_key")
+    cmds = equivalent_commands(Workspace(ROOT), record)
+    return [c for key in ("vllm", "run") for c in split_text(cmds[key], f"devtune serve ({key})")]
+
+
 def all_commands() -> dict[str, list[Command]]:
-    return {"rules": rule_commands(), "doctor": doctor_commands(), "data": data_commands(), "docs": doc_commands()}
+    return {"rules": rule_commands(), "doctor": doctor_commands(), "data": data_commands(), "docs": doc_commands(),
+            "serve": serve_commands()}
 
 
 # ---- checking --------------------------------------------------------------------------------------------------
@@ -289,11 +309,23 @@ def program_of(argv: tuple[str, ...]) -> tuple[Path | None, tuple[str, ...]]:
     return None, argv
 
 
+def off_the_path(name: str) -> str | None:
+    """A bare program name the person's shell does not find: it is only in .venv-serve/bin, which is not on
+    PATH (the person runs devtune from .venv; `vllm serve` printed bare fails with 'command not found')."""
+    if "/" in name or name in SYSTEM_TOOLS or (ENVS[0] / name).exists():
+        return None
+    if (ENVS[1] / name).exists():
+        return f"{name}: only in .venv-serve/bin, which is not on the PATH: print the path that runs"
+    return None
+
+
 def missing_program(command: Command) -> str | None:
     """Why the program of the command cannot run where it is printed, or None."""
     argv = command.argv
     if argv[0] == "sudo" and len(argv) > 1:
         return missing_program(Command(argv[1:], command.source))
+    if why := off_the_path(argv[0]):
+        return why
     program, rest = program_of(argv)
     if program is None:
         if argv[0] not in SYSTEM_TOOLS:
@@ -407,6 +439,12 @@ def test_every_source_of_fix_commands_is_collected(commands):
     assert all(counts.values()), counts
     programs = {c.argv[0] for found in commands.values() for c in found}
     assert {"devtune", "llamafactory-cli", "sudo"} <= programs, programs
+
+
+def test_a_program_only_in_the_serving_environment_is_printed_with_its_path():
+    assert missing_program(Command(("vllm", "serve", "exports/m"), "t")) is not None
+    assert missing_program(Command((str(ENVS[1] / "python"), "-m", "vllm.entrypoints.openai.api_server"), "t")) is None
+    assert missing_program(Command(("devtune", "serve"), "t")) is None
 
 
 def test_every_fix_command_starts_a_program_that_is_there(commands):

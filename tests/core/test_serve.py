@@ -171,7 +171,8 @@ def test_equivalent_commands_show_vllm_serve_and_curl_without_the_key(workspace)
                                            "/ws/exports/m", "--port", "8001", "--tensor-parallel-size", "2"],
                           env={"VLLM_TARGET_DEVICE": "cpu"}, api_key_file=".devtune/servers/m-8001/api_key")
     cmds = equivalent_commands(workspace, record)
-    assert cmds["vllm"] == ("VLLM_TARGET_DEVICE=cpu vllm serve /ws/exports/m --port 8001 --tensor-parallel-size 2 "
+    assert cmds["vllm"] == ("VLLM_TARGET_DEVICE=cpu py -m vllm.entrypoints.openai.api_server --model /ws/exports/m "
+                            "--port 8001 --tensor-parallel-size 2 "
                             '--api-key "$(cat .devtune/servers/m-8001/api_key)"')
     assert cmds["curl"].startswith("curl -s http://127.0.0.1:8001/v1/chat/completions")
     assert 'VLLM_API_KEY="$(cat .devtune/servers/m-8001/api_key)"' in cmds["run"]

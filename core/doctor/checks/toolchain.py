@@ -29,7 +29,7 @@ def judge_build(ev: Evidence) -> Judgement:
         fixes.append("sudo apt install build-essential")
     if fixes:
         return fail(seen + ". " + _("DeepSpeed builds its ops just in time with ninja and a C++ compiler "
-                                    "(on a CPU too: deepspeed_shm_comm)"), "\n".join(fixes), "reference/cpu-stack.md")
+                                    "(on a CPU too: deepspeed_shm_comm)"), "\n".join(fixes), "docs/cpu-stack.md")
     if not cmake:
         return warn(seen + ". " + _("cmake is needed only to build bitsandbytes from source (3.31.6 or newer)"),
                     f"{pip(ev)} install cmake", "bitsandbytes build docs")
