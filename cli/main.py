@@ -145,11 +145,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.lang:
         os.environ["DEVTUNE_LANG"] = args.lang
     handler = getattr(args, "handler", None)
-    if handler is None:
-        from cli.commands.wizard import run_wizard
-
-        handler = run_wizard
     try:
+        if handler is None:  # the wizard: it checks the settings after its first frame (tui/app.py)
+            from cli.commands.wizard import run_wizard
+
+            return int(run_wizard(args) or 0)
+        from core.settings import current
+
+        current()  # the DEVTUNE_* variables, checked once before any step: a wrong value is said here
         return int(handler(args) or 0)
     except DevtuneError as exc:  # the one place an error becomes an exit code (core/errors.py's table)
         print(f"devtune: {exc}", file=sys.stderr)

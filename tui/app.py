@@ -7,7 +7,6 @@ processes, so quitting (or losing the SSH connection) stops none of them.
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from textual import events
@@ -60,7 +59,10 @@ class DevtuneApp(App[int]):
         self._state_writer = None
         for step in self.steps:
             self.add_mode(step.id, self._screen_factory(step.id))
-        theme = os.environ.get("DEVTUNE_THEME") or self.state.settings.get("theme")
+        from core.settings import peek
+
+        # the first frame, before pydantic: DEVTUNE_THEME as set, else the workspace's (core/settings.py)
+        theme = peek("theme") or self.state.settings.get("theme")
         self._initial_theme = THEME_ALIASES.get(theme or "", theme)
 
     def get_default_screen(self) -> Screen:
@@ -113,6 +115,13 @@ class DevtuneApp(App[int]):
             state = self.ws.load_state()
         except StateError as exc:
             state, problem = WizardState(), str(exc)
+        from core.errors import BadInput
+        from core.settings import current
+
+        try:
+            current()  # the DEVTUNE_* variables, checked once here (the first frame only peeked)
+        except BadInput as exc:
+            problem = "\n".join(filter(None, (problem, str(exc))))
         self.call_from_thread(self._state_ready, state, problem)
 
     def _state_ready(self, state: WizardState, problem: str | None) -> None:

@@ -68,7 +68,9 @@ class DoctorContext:
 
 def find_serve_python(train_python: str, env: Mapping[str, str]) -> str | None:
     """$DEVTUNE_SERVE_PYTHON, else `<repo>/.venv-serve/bin/python` next to the training venv."""
-    explicit = env.get("DEVTUNE_SERVE_PYTHON")
+    from core.settings import peek
+
+    explicit = peek("serve_python", env)  # `env`: this machine's, or the recorded one a replay judges
     if explicit:
         return explicit
     venv = Path(train_python).parent.parent  # <repo>/.venv/bin/python -> <repo>/.venv

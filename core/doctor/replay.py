@@ -8,7 +8,6 @@ GPU box on a laptop. `doctor_events` is the one place that decides, for the wiza
 
 from __future__ import annotations
 
-import os
 from typing import Callable, Iterator
 
 REPLAY_ENV = "DEVTUNE_DOCTOR_REPLAY"
@@ -16,7 +15,9 @@ REPLAY_ENV = "DEVTUNE_DOCTOR_REPLAY"
 
 def replay_folder(explicit: str | None = None) -> str | None:
     """The recorded machine to judge: `explicit` (the CLI's --replay), else $DEVTUNE_DOCTOR_REPLAY, else None."""
-    return explicit or os.environ.get(REPLAY_ENV) or None
+    from core.settings import current
+
+    return explicit or current().doctor_replay
 
 
 def doctor_events(workspace, verdicts=None, *, evidence=None, replay: str | None = None,

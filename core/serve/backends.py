@@ -62,7 +62,9 @@ _PROBE = (
 
 
 def serve_python_candidates() -> list[Path]:
-    explicit = os.environ.get(ENV_SERVE_PYTHON)
+    from core.settings import current
+
+    explicit = current().serve_python
     if explicit:
         return [Path(explicit)]
     return [ROOT / ".venv-serve" / "bin" / "python", Path(sys.executable)]

@@ -63,7 +63,9 @@ class Workspace:
     @classmethod
     def resolve(cls, arg: str | os.PathLike | None = None) -> "Workspace":
         """-w/--workspace wins, then $DEVTUNE_WORKSPACE, then the current folder."""
-        chosen = arg or os.environ.get(ENV_WORKSPACE) or os.getcwd()
+        from core.settings import peek
+
+        chosen = arg or peek("workspace") or os.getcwd()
         return cls(Path(chosen).expanduser().resolve())
 
     # layout

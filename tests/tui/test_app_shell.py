@@ -143,6 +143,15 @@ async def test_light_theme_and_no_animation_or_blink(workspace, two_steps, monke
         await wait_until(pilot, lambda: field.has_focus and field.cursor_blink is False)
 
 
+async def test_a_wrong_devtune_variable_is_said_once_the_state_is_read(workspace, two_steps, monkeypatch):
+    monkeypatch.setenv("DEVTUNE_GPU_BACKEND", "cuda")
+    app = DevtuneApp(workspace, watch_terminal=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: app.screen.query_one("#first-body"))
+        assert app.state_problem and "DEVTUNE_GPU_BACKEND=cuda" in app.state_problem
+        await wait_until(pilot, lambda: any("DEVTUNE_GPU_BACKEND" in n.message for n in app._notifications))
+
+
 async def test_a_theme_chosen_in_the_palette_is_remembered(workspace, two_steps):
     app = DevtuneApp(workspace, watch_terminal=False)
     async with app.run_test(size=(80, 24)) as pilot:
