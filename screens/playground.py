@@ -379,8 +379,10 @@ class PlaygroundScreen(StepScreen):
 
         record = read_server(ws, server_id)
         if not record.lora_modules and not compare_id:
-            raise EvalInputError(_("choose the base model's server in “compare with”, or start a server with "
-                                   "`devtune serve --lora RUN` that serves the base and the adapter"))
+            from core.eval.targets import lora_server_hint
+
+            raise EvalInputError(_("choose the base model's server in “compare with”, or: {how}",
+                                   how=lora_server_hint(ws, run_of_server(ws, record))))
         if record.lora_modules:
             targets = resolve_targets(ws, server=server_id)
         else:
@@ -402,5 +404,6 @@ class PlaygroundScreen(StepScreen):
     def _evaluated(self, result) -> None:
         report, rows = result
         self.query_one(EvalResults).show(report, rows)
+        self.app.apply_change(report.state_change())  # the base it compared against, for a plain `devtune eval`
         verdict = report.verdict  # core's: which questions count, the band, worse / same / better
         self.set_status("done" if verdict.ok else "attention", verdict.mark)

@@ -149,6 +149,9 @@ def run_eval_command(args) -> int:
             print(_("judge: {model} at {url}; rubric {file}", model=judge.endpoint.model, url=judge.endpoint.url,
                     file=judge.rubric_file), file=sys.stderr)
         report, _rows = run_eval(ws, targets, dataset, options, progress=_Progress())
+        from core.workspace.changes import apply_change
+
+        apply_change(ws, report.state_change())
     except EvalInputError as exc:
         print(file=sys.stderr)
         err(str(exc))

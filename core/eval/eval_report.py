@@ -173,6 +173,15 @@ class EvalReport(BaseModel):
     def to_json(self) -> dict:
         return self.model_dump(mode="json")
 
+    def state_change(self):
+        """What an eval implies for both front-ends: the base model's server it compared against, when that was
+        a server of its own, is the one a plain `devtune eval` (and the next F6) compares against again."""
+        from core.workspace.changes import StateChange
+
+        if self.base.server and self.base.server != self.tuned.server:
+            return StateChange(chosen={"eval_base_server": self.base.server})
+        return StateChange()
+
     def metric_names(self) -> list[str]:
         return [m for m in METRICS if m != "judge" or self.judge is not None]
 

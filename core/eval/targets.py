@@ -94,11 +94,26 @@ def _server_or_url(ws: Workspace, ref: str, side: str, model: str | None, key_en
     return target
 
 
+def lora_server_hint(ws: Workspace, run_ref: str | None = None) -> str:
+    """How to serve the base and the tuned model of this run (default: the newest) from one server, as core's
+    serve plan decides it: `devtune serve --lora RUN` where it serves the adapter as a LoRA module, else the plan's
+    refusal, which says what to do instead (an adapter that trains embed_tokens/lm_head in full is no LoRA module)."""
+    from core.serve.plan import ServePlanError, plan_lora_server
+
+    try:
+        _opts, run_id, _notes = plan_lora_server(ws, run_ref)
+    except ServePlanError as exc:
+        return str(exc)
+    return _("serve the base and run {id}'s adapter from one server with `devtune serve --lora {id}`", id=run_id)
+
+
 def _lora_targets(ws: Workspace, record) -> EvalTargets:
     if not record.lora_modules:
+        from core.serve.verify import run_of_server
+
         raise EvalInputError(_("server {id} serves one model ({model}); evaluate it against its base with "
-                               "--base-server ID --tuned-server ID, or serve a LoRA run with `devtune serve --lora RUN`",
-                               id=record.id, model=record.served_name))
+                               "--base-server ID --tuned-server ID, or: {how}", id=record.id,
+                               model=record.served_name, how=lora_server_hint(ws, run_of_server(ws, record))))
     return EvalTargets(_from_record(ws, record, BASE), _from_record(ws, record, TUNED), record.lora_run)
 
 
@@ -134,11 +149,15 @@ def resolve_targets(ws: Workspace, ref: str | None = None, *, server: str | None
                            _server_or_url(ws, tuned_server, TUNED, tuned_model, key_env))
     if server or not ref:
         try:
-            return _lora_targets(ws, find_server(ws, server))
+            record = find_server(ws, server)
         except ServerError as exc:
-            raise EvalInputError(str(exc) + "\n" + _(
-                "start a server that serves the base and the adapter with `devtune serve --lora RUN`, or name two "
-                "servers with --base-server ID --tuned-server ID")) from exc
+            raise EvalInputError(str(exc) + "\n" + _("{how}, or name two servers with --base-server ID "
+                                                    "--tuned-server ID", how=lora_server_hint(ws))) from exc
+        remembered = ws.load_state().eval_base_server
+        if not record.lora_modules and remembered and remembered != record.id:
+            return EvalTargets(_server_or_url(ws, remembered, BASE, base_model, key_env),
+                               _from_record(ws, record, TUNED))  # the base the last eval compared against
+        return _lora_targets(ws, record)
     live = list_servers(ws)
     if (ws.abs(ref) / "config.json").is_file():  # a merged model
         tuned = next((r for r in live if _same_model(ws, r.model, ref)), None)

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from core.workspace.state import WizardState
 
 # the WizardState fields an action may set (current_step and the step records are not "chosen things")
-CHOSEN = ("dataset_file", "dataset_name", "config_file", "active_run", "export_dir", "active_server")
+CHOSEN = ("dataset_file", "dataset_name", "config_file", "active_run", "export_dir", "active_server",
+          "eval_base_server")
 
 
 @dataclass(frozen=True)

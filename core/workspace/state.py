@@ -32,6 +32,7 @@ class WizardState(BaseModel):
     active_run: str | None = None
     export_dir: str | None = None
     active_server: str | None = None
+    eval_base_server: str | None = None  # the base model's server the last eval compared against (two servers)
     settings: dict[str, str] = Field(default_factory=dict)  # small UI preferences
 
     def step(self, step_id: str) -> StepRecord:

@@ -205,8 +205,8 @@ def test_lm_eval_refuses_vllm_cpus_lora_path_for_choices():
 
 
 def test_without_servers_the_error_says_what_to_start(workspace):
-    with pytest.raises(EvalInputError, match="devtune serve --lora RUN"):
-        resolve_targets(workspace)
+    with pytest.raises(EvalInputError, match="no training runs .* start one with `devtune train`"):
+        resolve_targets(workspace)  # the serve plan's answer: no run to serve with --lora yet
     with pytest.raises(EvalInputError, match="name both --base-server and --tuned-server"):
         resolve_targets(workspace, base_server="x")
     with pytest.raises(EvalInputError, match="neither a training run nor a merged model"):
@@ -216,6 +216,6 @@ def test_without_servers_the_error_says_what_to_start(workspace):
 def test_the_cli_without_a_server_exits_2(workspace, devtune_cli):
     _dataset(workspace)
     proc = devtune_cli("-w", str(workspace.root), "eval", "--dataset", "qa")
-    assert proc.returncode == 2 and "devtune serve --lora RUN" in proc.stderr
+    assert proc.returncode == 2 and "start one with `devtune train`" in proc.stderr
     proc = devtune_cli("-w", str(workspace.root), "eval", "--dataset", "qa", "--judge-url", "http://x")
     assert proc.returncode == 2 and "--judge-model" in proc.stderr

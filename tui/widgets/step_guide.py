@@ -43,7 +43,7 @@ class StepGuide(Static):
             nxt = steps[here + 1] if 0 <= here < len(ids) - 1 else None
             head = Content.styled("✓ " + (record.summary or _("done")), "$success")
             if nxt is None:
-                tail = Content("  " + _("— the journey is complete: your model answers from its training data."))
+                tail = Content("  " + _("— the journey is complete."))  # what it achieved is the summary: core's
             else:
                 tail = Content.styled("  → " + _("next: ] {number} {title}: {blurb}", number=here + 2,
                                                  title=nxt.title, blurb=nxt.blurb), "$text-muted")
