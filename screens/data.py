@@ -57,6 +57,9 @@ class DataScreen(SynthHandlers, StepScreen):
                 tooltip=_("render the preview with the next chat template")),
         Binding("j", "jump", _("Jump to row"), id="data.jump",
                 tooltip=_("show the row of the highlighted finding")),
+        Binding("k", "keep_value", _("Keep contact"), id="data.keep",
+                tooltip=_("the highlighted personal-data finding is the business's own public contact: keep it "
+                          "(.devtune/keep.txt), unreported and unmasked")),
         Binding("d", "from_documents", _("From documents"), id="data.documents",
                 tooltip=_("generate question–answer pairs from documents through a server")),
         step_binding("data", "stop", "synth_stop", _("Stop generating"),
@@ -293,6 +296,21 @@ class DataScreen(SynthHandlers, StepScreen):
         findings = self.query_one(DataFindings)
         if findings.highlighted is not None and findings.highlighted < len(findings.lines):
             self._jump(findings.lines[findings.highlighted])
+
+    def action_keep_value(self) -> None:
+        """The highlighted finding's values on the workspace's keep list (core.data.pii_keep), then lint again."""
+        from core.data.pii_keep import KEEP_FILE, add_keep
+
+        i = self.query_one(DataFindings).highlighted
+        found = self.report.findings[i] if self.report is not None and i is not None and i < len(
+            self.report.findings) else None
+        if found is None or not found.values:
+            self.app.notify(_("highlight a personal-data finding to keep its value (k)"), timeout=3)
+            return
+        add_keep(self.ws.root, list(found.values))
+        self.app.notify(_("kept as the business's own contact details ({file}): {values}", file=str(KEEP_FILE),
+                          values=", ".join(found.values)), timeout=4)
+        self.action_lint()
 
     def _jump(self, line: int) -> None:
         if self.preview is None:

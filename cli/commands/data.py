@@ -33,6 +33,7 @@ def register(sub, add_common) -> list[str]:
     lint.add_argument("--near-dups", action="store_true", help=_("also find near duplicates (MinHash; slower)"))
     lint.add_argument("--max-listed", type=int, default=MAX_LISTED, metavar="N",
                       help=_("findings listed in the text report (default {n}; --json lists all)", n=MAX_LISTED))
+    _keep_option(lint)
     lint.set_defaults(handler=run_lint)
 
     fix = dsub.add_parser("fix", help=_("write a fixed copy (never in place) and a rejects file"))
@@ -48,6 +49,7 @@ def register(sub, add_common) -> list[str]:
                             "it exists"))
     fix.add_argument("--force", action="store_true", help=_("replace OUT if it exists"))
     fix.add_argument("--json", action="store_true", help=_("print the summary as JSON"))
+    _keep_option(fix)
     fix.set_defaults(handler=run_fix)
 
     conv = dsub.add_parser("convert", help=_("chat log / Q&A text / CSV / sharegpt / messages → alpaca JSON Lines"))
@@ -100,6 +102,26 @@ def _scan_options(p) -> None:
                         "of CPUs, up to 8)"))
 
 
+def _keep_option(p) -> None:
+    p.add_argument("--keep", action="append", default=[], metavar="VALUE",
+                   help=_("a contact detail that is the business's own and public (a hotline, a support address): "
+                          "added to the workspace's keep list (.devtune/keep.txt), never reported or masked as "
+                          "personal data (repeat for more)"))
+
+
+def _kept(args, path) -> None:
+    """--keep VALUE: on the keep list of the workspace that holds the file, which lint and fix read."""
+    if not args.keep:
+        return
+    from cli.commands.output import workspace
+    from core.data.pii_keep import KEEP_FILE, add_keep, workspace_of
+
+    root = workspace_of(path) or workspace(args).root
+    added = add_keep(root, args.keep)
+    print(_("kept as the business's own contact details ({file}): {values}", file=str(root / KEEP_FILE),
+            values=", ".join(args.keep)) + ("" if added else " " + _("(already on the list)")), file=sys.stderr)
+
+
 # ------------------------------------------------------------------ helpers
 
 
@@ -130,6 +152,7 @@ def run_lint(args) -> int:
     if path.name == "dataset_info.json":
         return _lint_registry(args, path)
     refuse_input(path)
+    _kept(args, path)
     with reading(path):
         report = _lint(args, path)
     if args.json:
@@ -227,6 +250,7 @@ def run_fix(args) -> int:
     path, out = _path(args), _path(args, "output")
     rejects = _path(args, "rejects") if args.rejects else None
     refuse_input(path)
+    _kept(args, path)
     with reading(path):
         report = fix_file(path, out, rejects=rejects, yes=args.yes, force=args.force or args.yes,
                           progress=lambda m: print(f"  {m}", file=sys.stderr))

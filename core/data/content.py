@@ -65,20 +65,30 @@ def pii_label(kind: str) -> str:
     return {"phone": _("phone number"), "email": _("e-mail address"), "id": _("ID number")}.get(kind, kind)
 
 
-def pii_kinds(text: str) -> list[str]:
-    kinds = []
+def pii_values(text: str, keep: frozenset[str] = frozenset()) -> dict[str, list[str]]:
+    """kind -> the values of that kind in `text`, leaving out the workspace's kept ones (core.data.pii_keep)."""
+    from core.data.pii_keep import normalized
+
+    found: dict[str, list[str]] = {}
     has_plus = "+" in text
     for name, rx in PII_PATTERNS:
-        if name in kinds or (name == "email" and "@" not in text) or (rx is INTL_PHONE and not has_plus):
+        if (name == "email" and "@" not in text) or (rx is INTL_PHONE and not has_plus):
             continue
-        if rx.search(text):
-            kinds.append(name)
-    return kinds
+        for m in rx.finditer(text):
+            if not keep or normalized(m.group()) not in keep:
+                found.setdefault(name, []).append(m.group())
+    return found
 
 
-def check_texts(texts, output: str, line: int, out: list[Finding], *, pii: bool = True, short: bool = True) -> None:
+def pii_kinds(text: str, keep: frozenset[str] = frozenset()) -> list[str]:
+    return list(pii_values(text, keep))
+
+
+def check_texts(texts, output: str, line: int, out: list[Finding], *, pii: bool = True, short: bool = True,
+                keep: frozenset[str] = frozenset()) -> None:
     """The content findings of one row. `texts` are (field, text) pairs, `output` the trained target
-    (`short`: say when it is very short; not for pre-training text, whose lines may be short)."""
+    (`short`: say when it is very short; not for pre-training text, whose lines may be short; `keep`: the
+    workspace's kept contact details, not personal data)."""
     ws_fields = [f for f, t in texts if t and (t.strip() != t or _ZW_RE.search(t))]
     if ws_fields:
         zw = any(_ZW_RE.search(t) for _f, t in texts)
@@ -87,15 +97,19 @@ def check_texts(texts, output: str, line: int, out: list[Finding], *, pii: bool 
                 else _("zero-width characters") if zw else _("leading or trailing whitespace"))
         out.append(finding("whitespace", line, _(
             "L{line}: {what} in {fields}; fix strips it", line=line, what=what, fields=", ".join(ws_fields))))
-    if pii:
-        found: dict[str, list[str]] = {}
+    if pii:  # a finding per value: each one is masked, or kept as the business's own (core.data.pii_keep)
+        found: dict[tuple[str, str], list[str]] = {}
         for f, t in texts:
-            for kind in pii_kinds(t):
-                found.setdefault(kind, []).append(f)
-        for kind, fields in found.items():
-            out.append(finding("pii", line, _(
-                "L{line}: {kind} in {fields}; mask it (fix --yes) or remove it before training",
-                line=line, kind=pii_label(kind), fields=", ".join(dict.fromkeys(fields)))))
+            for kind, values in pii_values(t, keep).items():
+                for v in values:
+                    found.setdefault((kind, v), []).append(f)
+        for (kind, value), fields in found.items():
+            item = finding("pii", line, _(
+                "L{line}: {kind} {values} in {fields}; mask it (fix --yes) or remove it before training; a public "
+                "contact of the business stays with `devtune data fix FILE --keep VALUE`",
+                line=line, kind=pii_label(kind), values=value, fields=", ".join(dict.fromkeys(fields))))
+            item.values = (value,)
+            out.append(item)
     bad = [f for f, t in texts if MOJIBAKE.search(t)]
     if bad:
         out.append(finding("mojibake", line, _(
@@ -119,18 +133,24 @@ def clean_whitespace(text: str) -> str:
     return _ZW_RE.sub("", text).strip()
 
 
-def mask_pii(text: str) -> str:
-    """Phone numbers keep their first 3 and last 4 digits, e-mail addresses their domain, IDs their first 6."""
+def mask_pii(text: str, keep: frozenset[str] = frozenset()) -> str:
+    """Phone numbers keep their first 3 and last 4 digits, e-mail addresses their domain, IDs their first 6;
+    the workspace's kept values (`keep`, normalized: core.data.pii_keep) stay as they are."""
+    from core.data.pii_keep import normalized
+
+    def unless_kept(mask):
+        return lambda m: m.group() if keep and normalized(m.group()) in keep else mask(m)
+
     def phone(m: re.Match) -> str:
         s = m.group()
         digits = [i for i, c in enumerate(s) if c.isdigit()]
-        keep = set(digits[:3] + digits[-4:])
-        return "".join("*" if c.isdigit() and i not in keep else c for i, c in enumerate(s))
+        shown = set(digits[:3] + digits[-4:])
+        return "".join("*" if c.isdigit() and i not in shown else c for i, c in enumerate(s))
 
-    text = CN_ID.sub(lambda m: m.group()[:6] + "*" * (len(m.group()) - 6), text)
+    text = CN_ID.sub(unless_kept(lambda m: m.group()[:6] + "*" * (len(m.group()) - 6)), text)
     for rx in (CN_MOBILE, INTL_PHONE, US_PHONE):
-        text = rx.sub(phone, text)
-    return EMAIL.sub(lambda m: "***@" + m.group().split("@", 1)[1], text)
+        text = rx.sub(unless_kept(phone), text)
+    return EMAIL.sub(unless_kept(lambda m: "***@" + m.group().split("@", 1)[1]), text)
 
 
 def unmangle(text: str) -> str:

@@ -76,6 +76,7 @@ class Finding:
     message: str
     fix: str = NONE
     column: int | None = None
+    values: tuple[str, ...] = ()  # what it found, where a person may keep it (personal data: core.data.pii_keep)
 
     @property
     def fixable(self) -> bool:
@@ -83,8 +84,11 @@ class Finding:
         return self.fix == SAFE
 
     def to_json(self) -> dict:
-        return {"rule": self.rule, "severity": self.severity, "line": self.line, "column": self.column,
-                "message": self.message, "fixable": self.fixable, "fix": self.fix}
+        out = {"rule": self.rule, "severity": self.severity, "line": self.line, "column": self.column,
+               "message": self.message, "fixable": self.fixable, "fix": self.fix}
+        if self.values:
+            out["values"] = list(self.values)
+        return out
 
     def sort_key(self) -> tuple:
         return (self.line, self.column or 0, SEVERITY_ORDER.get(self.severity, 3), self.rule)

@@ -26,6 +26,7 @@ from core.data import content
 from core.data.json_repair import diagnose, duplicate_keys
 from core.data.findings import CONFIRM, SAFE
 from core.data.lint import LintOptions, LintReport, lint_file
+from core.data.pii_keep import keep_for
 from core.data.reader import CSV, EMPTY, TEXT, TEXT_COLUMN, ReadNotes, is_text_file, iter_records, probe_file
 from core.data.scan import key_count
 from core.data.row_rules import check_row
@@ -158,8 +159,10 @@ class RowWriter:
 
 def fix_file(source: str | os.PathLike, output: str | os.PathLike, *, rejects: str | os.PathLike | None = None,
              yes: bool = False, force: bool = False, dry_run: bool = False, preview: int = 0,
-             lint: LintReport | None = None, progress: Callable[[str], None] | None = None) -> FixReport:
-    """Write the fixed rows of `source` to `output` (JSON Lines) and the rest to `rejects`."""
+             lint: LintReport | None = None, progress: Callable[[str], None] | None = None,
+             keep: frozenset[str] | None = None) -> FixReport:
+    """Write the fixed rows of `source` to `output` (JSON Lines) and the rest to `rejects`. `keep`: contact
+    details left unmasked (normalized, core.data.pii_keep; None: the list of the workspace holding `source`)."""
     src, out = Path(source), Path(output)
     rej = Path(rejects) if rejects else default_rejects_path(out)
     if out.exists() and out.resolve() == src.resolve() or rej.exists() and rej.resolve() == src.resolve():
@@ -171,7 +174,7 @@ def fix_file(source: str | os.PathLike, output: str | os.PathLike, *, rejects: s
     probe = probe_file(src)
     report = lint
     if probe.layout == TEXT and is_text_file(probe):
-        report = report or lint_file(src, LintOptions())
+        report = report or lint_file(src, LintOptions(keep=keep))
     if probe.layout in (TEXT, CSV, EMPTY) and not (report and report.schema.text_file):
         from core.data.wording import convert_hint_paths
 
@@ -182,9 +185,9 @@ def fix_file(source: str | os.PathLike, output: str | os.PathLike, *, rejects: s
     if text_out and not (report and report.schema.text_file):
         raise FixRefused(_("{out}: LLaMA-Factory reads a .txt file as plain text, a row per line; fix writes JSON "
                            "rows: choose a .jsonl name", out=out))
-    report = report or lint_file(src, LintOptions())
+    report = report or lint_file(src, LintOptions(keep=keep))
     result = FixReport(str(src), str(out), str(rej))
-    fixer = _RowFixer(report.schema, yes, result, report)
+    fixer = _RowFixer(report.schema, yes, result, report, keep_for(src) if keep is None else keep)
     with RowWriter(result, dry_run, preview, force, text_column=TEXT_COLUMN if text_out else None) as writer:
         for n, rec in enumerate(iter_records(probe, ReadNotes())):
             if progress and n % 100000 == 0 and n:
@@ -195,9 +198,11 @@ def fix_file(source: str | os.PathLike, output: str | os.PathLike, *, rejects: s
 
 
 class _RowFixer:
-    def __init__(self, schema: Schema, yes: bool, report: FixReport, lint: LintReport) -> None:
+    def __init__(self, schema: Schema, yes: bool, report: FixReport, lint: LintReport,
+                 keep: frozenset[str] = frozenset()) -> None:
         self.schema = schema
         self.yes = yes
+        self.keep = keep  # contact details the workspace keeps (not masked)
         self.r = report
         # exact duplicates, dropped only with `yes`: the pairs lint found (its fingerprints: xxhash of the
         # prompt and the output, the same in every process), each confirmed by the content of the fixed rows
@@ -376,7 +381,7 @@ class _RowFixer:
             if cleaned != row:
                 rules.append("whitespace")
             if self.yes:
-                masked = content.mask_pii(cleaned)
+                masked = content.mask_pii(cleaned, self.keep)
                 if masked != cleaned:
                     rules.append("pii")
                 fixed = content.unmangle(masked)
@@ -384,7 +389,7 @@ class _RowFixer:
                     rules.append("mojibake")
                 return fixed
             if _PII_OR_MOJIBAKE.search(cleaned):  # what --yes would change (most texts skip the exact checks)
-                masked = content.mask_pii(cleaned)
+                masked = content.mask_pii(cleaned, self.keep)
                 if masked != cleaned:
                     self.unfixed.append("pii")
                 if content.unmangle(masked) != masked:

@@ -245,7 +245,8 @@ class JsonlScan:
                     out.append(finding("empty-output", line, _(
                         "L{line}: empty output (trains on an empty target); fix drops the row (with --yes)",
                         line=line)))
-                content.check_texts(((k_ins, ins[j]), (k_inp, inp[j]), (k_out, o)), o, line, out, pii=i in hits)
+                content.check_texts(((k_ins, ins[j]), (k_inp, inp[j]), (k_out, o)), o, line, out, pii=i in hits,
+                                    keep=self.ctx.keep)
         # numbers: lengths and token estimates into the histograms, the language mix, too-long rows
         chars = list(map(add, map(add, li, ln), lo))
         if ctx.escaped:  # non-ASCII text as \\u escapes: count it exactly

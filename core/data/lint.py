@@ -23,6 +23,7 @@ from core.data.findings import (ERROR, INFO, NONE, SAFE, WARNING, Finding, count
 from core.data.duplicates import find_duplicates
 from core.data.lint_progress import LintProgress
 from core.data.parallel_scan import merge_parts, plan_spans, run_parts
+from core.data.pii_keep import keep_for
 from core.data.reader import (CSV, EMPTY, JSON_ARRAY, JSON_STREAM, JSONL, TEXT, FileProbe, ReadNotes,
                                  is_text_file, iter_records, probe_file)
 from core.data.scan import PartResult, ScanContext, paused_gc, scan_records, severity_of_key_change
@@ -45,6 +46,7 @@ class LintOptions:
     start_method: str | None = None  # fork | spawn | None (fork when this process has no other thread)
     kind: str | None = None  # judge the rows as this kind (schema.KINDS) instead of their entry / detection
     use_entry: bool = True  # the file's own dataset_info.json entry decides the format, columns and tags
+    keep: frozenset[str] | None = None  # kept contact details (normalized); None: the file's workspace's list
 
 
 @dataclass
@@ -303,7 +305,8 @@ def lint_file(path: str | os.PathLike, options: LintOptions | None = None,
     keys, overhead = _expected_keys(rows, schema)
     ctx = ScanContext(str(probe.path), schema, keys, overhead, opts.cutoff_len,
                       estimate_too_long=opts.tokenizer is None, size=probe.size,
-                      escaped=any(b"\\u" in rec.raw for rec, _v in rows))
+                      escaped=any(b"\\u" in rec.raw for rec, _v in rows),
+                      keep=keep_for(probe.path) if opts.keep is None else opts.keep)
 
     if probe.layout == JSONL and enc.is_utf8:
         results = run_parts(ctx, plan_spans(probe.path, probe.size, opts.jobs), opts.jobs, opts.start_method,

@@ -64,6 +64,7 @@ class ScanContext:
     estimate_too_long: bool = True  # False when a tokenizer pass will judge lengths
     escaped: bool = False  # non-ASCII text written as \uXXXX escapes (ensure_ascii): count CJK exactly
     size: int = 0
+    keep: frozenset[str] = frozenset()  # the workspace's kept contact details (core.data.pii_keep)
 
 
 @dataclass
@@ -142,7 +143,8 @@ class Sink:
                 "L{line}: empty text; LLaMA-Factory trains on the end-of-text token alone; fix drops the row "
                 "(with --yes)", line=line) if text else _(
                 "L{line}: empty output (trains on an empty target); fix drops the row (with --yes)", line=line)))
-        content.check_texts(view.texts, view.output, line, out, pii=row_may_hit(raw), short=not text)
+        content.check_texts(view.texts, view.output, line, out, pii=row_may_hit(raw), short=not text,
+                            keep=self.ctx.keep)
         chars = sum(view.lengths)
         cjk = sum(cjk_chars(t) for _f, t in view.texts)
         tokens = estimate_tokens(chars, cjk)
