@@ -29,24 +29,17 @@ from core.doctor.parse_tools import (
 )
 from core.doctor.scripts import parse_probe_lines
 from core.i18n import _
+from core.setup.machine_kind import INSTINCT, GpuSeen, choose_kind
 
 # Probes the machine kind and GPU list are worked out from: a verdict that asks `facts(ev).kind`
 # lists these in its needs.
 HARDWARE = ("devices", "files", "amd_smi_static", "rocm_smi", "rocminfo", "nvidia_smi_query")
 
-# gfx -> (family, what a person calls it); MI250/MI250X show one device per GCD, two per card.
-INSTINCT = {
-    "gfx908": ("CDNA1", "MI100"),
-    "gfx90a": ("CDNA2", "MI210 / MI250 / MI250X"),
-    "gfx942": ("CDNA3", "MI300X / MI300A / MI325X"),
-    "gfx950": ("CDNA4", "MI350X / MI355X"),
-}
-
-
 @dataclass
 class Facts:
     kind: str = "cpu"  # rocm | nvidia | cpu
     kind_evidence: list[str] = field(default_factory=list)
+    set_aside: list[str] = field(default_factory=list)  # GPUs seen and not used, each with why
     amd_gpus: list[AmdGpu] = field(default_factory=list)
     amd_gpu_source: str = ""  # which tool listed them
     amd_static: AmdSmiStatic | None = None
@@ -122,7 +115,7 @@ def _compute(ev: Evidence) -> Facts:
                ("rocminfo", f.rocminfo.gpus if f.rocminfo else [])]
     for name, gpus in sources:
         if gpus:
-            f.amd_gpus = [AmdGpu(g.index, g.name, g.gfx, g.vram_mb, g.bdf) for g in gpus]
+            f.amd_gpus = [AmdGpu(g.index, g.name, g.gfx, g.vram_mb, g.bdf, g.apu) for g in gpus]
             f.amd_gpu_source = name
             break
     for _source, gpus in sources:
@@ -132,6 +125,7 @@ def _compute(ev: Evidence) -> Facts:
             if other is not None:
                 gpu.gfx = gpu.gfx or other.gfx
                 gpu.name = gpu.name or other.name
+                gpu.apu = gpu.apu if gpu.apu is not None else other.apu
 
     # ROCm version: the install's own file, then amd-smi, then hipconfig
     for source, version in (
@@ -151,27 +145,20 @@ def _compute(ev: Evidence) -> Facts:
     if nv_table.ok:
         f.nvidia_driver = parse_nvidia_table(nv_table.stdout)
 
+    # which GPUs are trained on: one rule for the doctor, the installer and the GPU panels
     kfd = ev.devices.get("/dev/kfd") or {}
-    amd_signs = []
+    amd_stack = []
     if kfd.get("exists"):
-        amd_signs.append(_("/dev/kfd is present"))
-    if f.amd_gpus:
-        amd_signs.append(_("{tool} lists {n} GPUs", tool=f.amd_gpu_source, n=len(f.amd_gpus)))
+        amd_stack.append(_("/dev/kfd is present"))
     if ev.paths.get("/sys/module/amdgpu") and (kfd.get("exists") or f.rocm_version):
-        amd_signs.append(_("the amdgpu module is loaded"))
-    if f.rocm_version and not amd_signs:
-        amd_signs.append(_("ROCm {version} is installed", version=f.rocm_version))
-    nvidia_signs = []
-    if f.nvidia_gpus:
-        nvidia_signs.append(_("{tool} lists {n} GPUs", tool="nvidia-smi", n=len(f.nvidia_gpus)))
-    elif ev.files.get("/proc/driver/nvidia/version"):
-        nvidia_signs.append(_("the NVIDIA driver is loaded"))
-    if amd_signs and not (nvidia_signs and not f.amd_gpus and not kfd.get("exists")):
-        f.kind, f.kind_evidence = "rocm", amd_signs
-    elif nvidia_signs:
-        f.kind, f.kind_evidence = "nvidia", nvidia_signs
-    else:
-        f.kind, f.kind_evidence = "cpu", [_("no /dev/kfd, and no tool lists an AMD or NVIDIA GPU")]
+        amd_stack.append(_("the amdgpu module is loaded"))
+    if f.rocm_version and not amd_stack:
+        amd_stack.append(_("ROCm {version} is installed", version=f.rocm_version))
+    seen = [GpuSeen("amd", g.name or "", g.gfx, g.apu, f.amd_gpu_source) for g in f.amd_gpus]
+    seen += [GpuSeen("nvidia", g.name, source="nvidia-smi") for g in f.nvidia_gpus]
+    chosen = choose_kind(seen, amd_stack=amd_stack, nvidia_driver=bool(ev.files.get("/proc/driver/nvidia/version")),
+                         override=bool((ev.env.get("HSA_OVERRIDE_GFX_VERSION") or "").strip()))
+    f.kind, f.kind_evidence, f.set_aside = chosen.kind, chosen.evidence, chosen.set_aside
     return f
 
 

@@ -42,6 +42,11 @@ def torch_install(ev: Evidence, *, reinstall: bool = True) -> str:
     f = facts(ev)
     hw = Hardware(f.kind, f.rocm_version, ", ".join(f.kind_evidence))
     choice = choose_torch(hw)
+    if choice.refused:  # no PyTorch wheel fits this ROCm: the fix is ROCm itself
+        from core.i18n import _
+
+        return "# " + choice.reason + "\n# " + _("install a ROCm that PyTorch publishes wheels for") + \
+            ": https://rocm.docs.amd.com/projects/install-on-linux/en/latest/"
     args = list(choice.pip_args())
     if f.kind == "nvidia":
         index = cuda_index_for(f.nvidia_driver.get("cuda"))

