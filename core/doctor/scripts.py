@@ -50,6 +50,70 @@ except BaseException as e:
     emit(device_error=f"{type(e).__name__}: {e}")
 '''
 
+# What the installed LLaMA-Factory declares, read without importing it (its import pulls in torch and
+# transformers): its Requires-Dist (markers and extras as written), the check_version() calls of its
+# check_dependencies() (it refuses to start outside them), the requirements/*.txt of the clone it was
+# installed from (its wheel does not ship them), whether its v1 package is there, and the installed
+# version of every package it names. core/doctor/lf_requirements.py judges them.
+LF_STAGE = '''
+import ast, re
+from pathlib import Path
+def lf_declared():
+    try:
+        dist = metadata.distribution("llamafactory")
+    except metadata.PackageNotFoundError:
+        return None
+    root = spec_dir("llamafactory")
+    out = {"version": dist.version, "requires": list(dist.requires or []), "runtime": [], "location": root,
+           "v1": bool(root) and os.path.isdir(os.path.join(root, "v1")), "USE_V1": os.environ.get("USE_V1"),
+           "requirements_txt": {}, "requirements_dir": None}
+    try:
+        tree = ast.parse(Path(root or "", "extras", "misc.py").read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        tree = None
+    for fn in (tree.body if tree else []):
+        if isinstance(fn, ast.FunctionDef) and fn.name == "check_dependencies":
+            for node in ast.walk(fn):
+                if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "check_version" and node.args
+                        and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+                    out["runtime"].append({"requirement": node.args[0].value,
+                                           "where": "extras/misc.py:%d check_dependencies" % node.lineno})
+    clones = []
+    try:
+        url = json.loads(dist.read_text("direct_url.json") or "{}").get("url", "")
+        if url.startswith("file://"):
+            clones.append(url[len("file://"):])
+    except ValueError:
+        pass
+    if root:
+        clones.append(str(Path(root).parents[1]))  # an editable clone: <clone>/src/llamafactory
+    for clone in clones:
+        folder = os.path.join(clone, "requirements")
+        if os.path.isdir(folder):
+            out["requirements_dir"] = folder
+            for name in sorted(os.listdir(folder)):
+                try:
+                    text = Path(folder, name).read_text(encoding="utf-8") if name.endswith(".txt") else ""
+                except OSError:
+                    continue
+                lines = [l.strip() for l in text.splitlines() if l.strip() and not l.strip().startswith(("#", "-"))]
+                if lines:
+                    out["requirements_txt"][name] = lines
+            break
+    return out
+lf = lf_declared()
+if lf is not None:
+    named = {}
+    for line in lf["requires"] + [l for ls in lf["requirements_txt"].values() for l in ls]:
+        m = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", line)
+        if m:
+            try:
+                named[re.sub(r"[-_.]+", "_", m.group(0)).lower()] = metadata.version(m.group(0))
+            except metadata.PackageNotFoundError:
+                pass
+    emit(llamafactory=lf, versions=named)
+'''
+
 # Versions come from the installed metadata (no import); then the GPU libraries that are installed
 # are imported one by one, their own output captured.
 PACKAGES_PROBE = _EMIT + '''
@@ -74,7 +138,7 @@ def spec_dir(name):
     if s is None:
         return None
     return (list(s.submodule_search_locations or []) or [os.path.dirname(s.origin or "")])[0]
-
+''' + LF_STAGE + '''
 found = {}
 d = spec_dir("flash_attn")
 if d:

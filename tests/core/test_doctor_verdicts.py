@@ -231,8 +231,9 @@ def test_llamafactory_window_and_dependencies():
     set_packages(ev, {**data, "versions": {**data["versions"], "llamafactory": "0.9.3"}})
     assert judge(ev, "libraries.llamafactory").status == FAIL
     set_packages(ev, {**data, "versions": {**data["versions"], "transformers": "5.19.0"}})
-    check = judge(ev, "libraries.llamafactory_deps")
-    assert check.status == FAIL and '"transformers>=4.55.0,<=5.6.0"' in check.fix
+    check = judge(ev, "libraries.llamafactory_deps")  # the ranges: tests/core/test_doctor_lf_ranges.py
+    assert check.status == FAIL and "transformers 5.19.0 is outside" in check.evidence
+    assert " -m pip install \"transformers" in check.fix and "5.19.0" not in check.fix
     versions = dict(data["versions"])
     versions.pop("llamafactory")
     set_packages(ev, {**data, "versions": versions})

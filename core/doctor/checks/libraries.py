@@ -1,26 +1,31 @@
-"""The training libraries: LLaMA-Factory (and its version window), flash-attn, bitsandbytes,
-DeepSpeed and the amdsmi binding, judged from the training environment."""
+"""The training libraries: LLaMA-Factory (its version window and generation), the libraries it declares
+ranges for, flash-attn, bitsandbytes, DeepSpeed and the amdsmi binding, judged from the training environment.
+The ranges are the installed LLaMA-Factory's own (core/doctor/lf_requirements.py), never a list kept here."""
 
 from __future__ import annotations
 
 from core.doctor.evidence import Evidence
 from core.doctor.facts import HARDWARE, facts, probe_json
 from core.doctor.fixes import pip
+from core.doctor.lf_requirements import (
+    BROKEN,
+    METADATA,
+    REQUIREMENTS,
+    RUNTIME,
+    Declared,
+    broken_applies,
+    declared_ranges,
+    install_spec,
+    mismatch,
+)
 from core.doctor.parse_tools import parse_ds_report, parse_version, strip_ansi
 from core.doctor.verdict import Judgement, fail, ok, skip, verdict, warn
 from core.i18n import _
 
 NEEDS = HARDWARE + ("host", "packages", "plan")
 LLAMAFACTORY = "llamafactory==0.9.5"
-LLAMAFACTORY_WINDOW = ((0, 9, 4), (0, 10))  # devtune drives its CLI and reads its logs: tested on 0.9.x
-# LLaMA-Factory 0.9.5's own check_dependencies(): outside these it refuses to start.
-LF_DEPENDENCIES = {
-    "transformers": ("4.55.0", "5.6.0"),
-    "datasets": ("2.16.0", "4.0.0"),
-    "accelerate": ("1.3.0", "1.15.0"),
-    "peft": ("0.18.0", "0.20.0"),
-    "trl": ("0.18.0", "0.24.0"),
-}
+LLAMAFACTORY_WINDOW = ((0, 9, 4), (0, 10))  # devtune drives its v0 CLI and reads its logs: tested on 0.9.x
+CORE_LIBRARIES = ("transformers", "datasets", "accelerate", "peft", "trl")  # shown even when inside
 BNB_FIRST_ROCM, BNB_FULL_ROCM = (0, 49, 0), (0, 50, 0)
 
 
@@ -30,6 +35,16 @@ def versions(ev: Evidence) -> dict[str, str]:
 
 def imported(ev: Evidence, module: str) -> dict | None:
     return ((probe_json(ev, "packages") or {}).get("imports") or {}).get(module)
+
+
+def lf_declared(ev: Evidence, kinds: tuple[str, ...] = (METADATA, RUNTIME, REQUIREMENTS, BROKEN)) -> list[Declared]:
+    """The ranges the installed LLaMA-Factory declares, as the packages probe read them."""
+    data = probe_json(ev, "packages") or {}
+    return [d for d in declared_ranges(data.get("llamafactory"), data.get("python")) if d.kind in kinds]
+
+
+def _enabled(ev: Evidence, name: str) -> bool:
+    return (ev.env.get(name) or "").lower() in ("true", "y", "1")  # LLaMA-Factory's is_env_enabled
 
 
 def _packages_problem(ev: Evidence) -> Judgement | None:
@@ -59,7 +74,15 @@ def judge_llamafactory(ev: Evidence) -> Judgement:
         return fail(_("LLaMA-Factory {version} is installed, but torchaudio is missing: its mm_plugin imports "
                       "torchaudio unconditionally, so train, export and api fail", version=version),
                     "make setup", "docs/cpu-stack.md")
-    return ok(_("LLaMA-Factory {version}", version=version))
+    lf = (probe_json(ev, "packages") or {}).get("llamafactory") or {}
+    use_v1 = lf.get("USE_V1")  # as the training environment sees it
+    if (use_v1 or "").lower() in ("true", "y", "1"):  # LLaMA-Factory's is_env_enabled
+        return warn(_("LLaMA-Factory {version}, but USE_V1={value} is set: llamafactory-cli then runs its v1 "
+                      "(other commands, YAML keys and dataset format), which devtune does not drive; devtune "
+                      "writes v0 configs", version=version, value=use_v1),
+                    "unset USE_V1", "docs/steps/2-doctor.md, LLaMA-Factory's generations")
+    v1 = _(" (its v1 also ships, used only with USE_V1=1)") if lf.get("v1") else ""
+    return ok(_("LLaMA-Factory {version}: generation v0, the one devtune drives", version=version) + v1)
 
 
 @verdict("libraries.llamafactory_deps", "libraries", NEEDS,
@@ -68,20 +91,30 @@ def judge_lf_deps(ev: Evidence) -> Judgement:
     if (problem := _packages_problem(ev)) is not None:
         return problem
     have = versions(ev)
+    data = probe_json(ev, "packages") or {}
     if not have.get("llamafactory"):
         return skip(_("LLaMA-Factory is not installed"))
-    wrong, seen = [], []
-    for name, (low, high) in LF_DEPENDENCIES.items():
-        version = have.get(name)
-        seen.append(f"{name} {version or '-'}")
-        v = parse_version(version)
-        if v is None or not parse_version(low) <= v <= parse_version(high):
-            wrong.append(f'"{name}>={low},<={high}"')
-    if wrong:
-        return fail(_("{seen}: LLaMA-Factory refuses to start outside its window (or needs "
-                      "DISABLE_VERSION_CHECK=1)", seen=", ".join(seen)),
-                    f"{pip(ev)} install " + " ".join(wrong), "llamafactory/extras/misc.py check_dependencies")
-    return ok(", ".join(seen))
+    if not data.get("llamafactory"):
+        return warn(_("the packages probe did not report LLaMA-Factory's declared requirements (a recording "
+                      "made by an older devtune): run the doctor again"), "devtune doctor", "")
+    declared = lf_declared(ev, (METADATA, RUNTIME, BROKEN))
+    wrong = [m for name in sorted({d.package for d in declared})
+             if (m := mismatch(name, have, declared)) is not None]
+    seen = ", ".join(f"{name} {have.get(name) or '-'}" for name in CORE_LIBRARIES)
+    if not wrong:
+        return ok(_("{seen}: inside the {n} ranges LLaMA-Factory {version} declares (package metadata, "
+                    "check_dependencies)", seen=seen, n=len(declared), version=have["llamafactory"]))
+    fix = f"{pip(ev)} install " + " ".join(install_spec(m.package, declared) for m in wrong)
+    said = "; ".join(m.describe() for m in wrong)
+    refuses = [m for m in wrong if m.refuses]
+    breaks = [m for m in wrong if any(d.kind == BROKEN for d in m.ranges) and broken_applies(m.package, have)]
+    if refuses and not _enabled(ev, "DISABLE_VERSION_CHECK"):
+        return fail(said + ". " + _("LLaMA-Factory refuses to start outside check_dependencies (or needs "
+                                    "DISABLE_VERSION_CHECK=1)"), fix, "llamafactory/extras/misc.py check_dependencies")
+    if breaks:
+        return fail(said, fix, "hiyouga/LLaMA-Factory#10634")
+    return warn(said + ". " + (_("DISABLE_VERSION_CHECK=1 lets LLaMA-Factory start anyway") if refuses else
+                               _("LLaMA-Factory starts, but this is not the stack it declares")), fix, "")
 
 
 @verdict("libraries.flash_attn", "libraries", NEEDS, lambda: _("flash-attn (optional) works"))
@@ -150,6 +183,10 @@ def judge_bnb(ev: Evidence) -> Judgement:
                         install, "bitsandbytes 0.50.0 release; unsloth PR#7535")
         return ok(_("bitsandbytes {version} with ROCm libraries: {libs}", version=version,
                     libs=", ".join(libs) or "-"))
+    declared = lf_declared(ev)
+    if (outside := mismatch("bitsandbytes", versions(ev), declared)) is not None:
+        return fail(outside.describe() + ". " + _("LLaMA-Factory's QLoRA loader refuses it"),
+                    f"{pip(ev)} install {install_spec('bitsandbytes', declared)}", "")
     return ok(_("bitsandbytes {version}", version=version))
 
 
@@ -158,7 +195,9 @@ def judge_deepspeed(ev: Evidence) -> Judgement:
     f = facts(ev)
     version = versions(ev).get("deepspeed")
     cmd = ev.command("ds_report")
-    install = f'{pip(ev)} install "deepspeed==0.19.8"'
+    declared = lf_declared(ev)
+    install = f"{pip(ev)} install {install_spec('deepspeed', declared)}"
+    outside = mismatch("deepspeed", versions(ev), declared) if version else None
     if versions(ev) and not version:
         return warn(_("DeepSpeed is not installed: ZeRO-2/3 and multi-GPU full fine-tuning are unavailable"),
                     install, "")
@@ -187,6 +226,9 @@ def judge_deepspeed(ev: Evidence) -> Judgement:
         hip = "\nexport PATH=/opt/rocm/bin:$PATH   # " + _("hipcc must be on PATH") if f.kind == "rocm" else ""
         return fail(seen + ". " + _("{op} cannot be built here ([NO] in ds_report)", op=key_op),
                     f"{pip(ev)} install -U deepspeed" + hip, "deepspeedai/DeepSpeed#4889, #6600")
+    if outside is not None:
+        return warn(seen + ". " + outside.describe() + ". " + _("LLaMA-Factory does not check it at start, "
+                                                                "but it declares no other"), install, "")
     notes = ""
     fix = ""
     if report.ops.get("async_io", ("", ""))[1] == "NO":
