@@ -311,7 +311,13 @@ def rule_context(ws: Workspace, spec: TrainSpec, *, found: list[tuple[str, int]]
     from core.config.memfit_advice import advise
     from core.config.model_shapes import resolve_shape
     from core.config.spec import value
-    from core.data.dataset_info import DatasetInfoError, info_file, read_dataset_info
+    from core.data.dataset_info import (
+        DatasetInfoError,
+        info_file,
+        read_dataset_info,
+        v1_dataset_list,
+        v1_dataset_list_message,
+    )
     from core.data.summary import load_summary
 
     found = found_gpus(ws) if found is None else found
@@ -322,6 +328,8 @@ def rule_context(ws: Workspace, spec: TrainSpec, *, found: list[tuple[str, int]]
         ctx.dataset_info = read_dataset_info(dataset_dir) if info_file(dataset_dir).is_file() else None
     except DatasetInfoError as exc:
         ctx.dataset_info, ctx.dataset_info_error = None, str(exc)
+    if ctx.dataset_info is None and ctx.dataset_info_error is None and (v1 := v1_dataset_list(dataset_dir)):
+        ctx.dataset_info_error = v1_dataset_list_message(ws.rel(v1))
     ctx.summaries = {name: load_summary(ws.root, name) for name in spec.dataset}
     shape = resolve_shape(spec.model_name_or_path, ws.root)
     if shape is not None:

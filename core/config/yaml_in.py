@@ -78,6 +78,10 @@ def _joined(value: Any) -> Any:
 def import_lf_args(data: dict[str, Any], *, root: Path | None = None, base: Path | None = None,
                    launch: Launch | None = None) -> ImportResult:
     """LLaMA-Factory arguments -> TrainSpec (+ the kept keys and notes)."""
+    from core.config.lf_generation import v1_config_message, v1_keys
+
+    if keys := v1_keys(data):  # LLaMA-Factory v1's schema: said as such, before any v0 key is missed
+        raise ImportProblem(v1_config_message(keys))
     original = dict(data)
     data = dict(data)
     fields: dict[str, Any] = {}

@@ -16,7 +16,13 @@ from pathlib import Path
 
 from core.errors import Refused
 from core.files.atomic import write_atomic
-from core.data.dataset_info import INFO_FILE, RegisterError, read_dataset_info
+from core.data.dataset_info import (
+    INFO_FILE,
+    RegisterError,
+    is_v1_dataset_list,
+    read_dataset_info,
+    v1_dataset_list_message,
+)
 from core.data.findings import ERROR, WARNING, Finding, finding
 from core.data.lint import LintOptions, LintReport, lint_file
 from core.data.summary import DatasetSummary, save_summary
@@ -152,6 +158,8 @@ def register_dataset(file: str | os.PathLike, name: str, dataset_dir: str | os.P
                               "dataset lists on commas)", name=name))
     if not path.is_file():
         raise FileNotFoundError(path)
+    if is_v1_dataset_list(path):
+        raise RegisterError(v1_dataset_list_message(path))
     if path.suffix.lower() not in FILE_TYPES:
         raise RegisterError(_("{file}: LLaMA-Factory reads {suffix} files as {kind}, not as a JSON dataset; "
                               "convert or fix it to .jsonl first", file=path, suffix=path.suffix or "(none)",
