@@ -93,6 +93,17 @@ def stage_rules() -> list[Rule]:
                "CUDA 12.8+ build; rebuild source-built extensions with TORCH_CUDA_ARCH_LIST set to it."),
              ("python -c \"import torch; print(torch.cuda.get_device_capability(), torch.cuda.get_arch_list())\"",
               "pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu128"), weight=94),
+        Rule("flash-attn-s-aux",
+             (r"s_aux=s_aux\.to\(query\.dtype\)",
+              r"integrations/flash_attention\.py\"?, line \d+, in flash_attention_forward"),
+             _("transformers 5.6.0 breaks FlashAttention-2 (s_aux is None)"),
+             _("transformers 5.6.0's flash_attention_forward calls s_aux.to() on the attention-sink tensor, which "
+               "only models with sinks (gpt-oss) have, so any other model fails on its first forward with "
+               "'NoneType' object has no attribute 'to' (huggingface/transformers#45588). LLaMA-Factory excludes "
+               "that release (hiyouga/LLaMA-Factory#10634, #10610)."),
+             _("Install a transformers inside LLaMA-Factory's range other than 5.6.0 (the command below gives "
+               "5.5.4), or set flash_attn: sdpa in the train YAML."),
+             ("pip install \"transformers>=4.55.0,<5.6.0,!=4.57.0\"", "devtune doctor"), weight=96),
         Rule("sdpa-unsupported",
              (r"does not support an attention implementation through torch\.nn\.functional\.scaled_dot_product_"
               r"attention",),

@@ -85,6 +85,7 @@ EXCERPTS = {  # published logs, see tests/fixtures/logs/SOURCES.md
     "export_quantized_base.log": "export-quantized-merge",
     "hub_repo_not_found.log": "hub-repo-not-found",
     "dataset_columns_differ.log": "dataset-columns-differ",
+    "flash_attn_s_aux_none.log": "flash-attn-s-aux",
 }
 
 
