@@ -80,9 +80,11 @@ class Mismatch:
     refuses: bool  # LLaMA-Factory refuses to start (a runtime check)
 
     def describe(self) -> str:
-        have = self.installed or _("not installed")
-        return _("{package} {version} is outside {ranges}", package=self.package, version=have,
-                 ranges="; ".join(d.describe() for d in self.ranges))
+        ranges = "; ".join(d.describe() for d in self.ranges)
+        if self.installed is None:
+            return _("{package} is not installed; LLaMA-Factory needs {ranges}", package=self.package, ranges=ranges)
+        return _("{package} {version} is outside {ranges}", package=self.package, version=self.installed,
+                 ranges=ranges)
 
 
 def canonical(name: str) -> str:
@@ -208,12 +210,11 @@ def project_pins() -> dict[str, str]:
     return pins
 
 
-def install_spec(package: str, declared: list[Declared], *, pins: dict[str, str] | None = None,
-                 pip_name: str | None = None) -> str:
+def install_spec(package: str, declared: list[Declared], *, pins: dict[str, str] | None = None) -> str:
     """`"name==pin"` when devtune's pin is inside every range declared for `package`, else `"name<ranges>"`."""
     ranges = ranges_for(declared, package)
     pin = (project_pins() if pins is None else pins).get(canonical(package))
-    name = pip_name or package.replace("_", "-")
+    name = package.replace("_", "-")
     if pin and all(_contains(d.specifier, pin) for d in ranges):
         return f'"{name}=={pin}"'
     joined = SpecifierSet(",".join(d.specifier for d in ranges)) if ranges else SpecifierSet()

@@ -179,7 +179,7 @@ def test_outside_the_metadata_only_warns():
 def test_a_library_check_dependencies_needs_but_missing_fails():
     ev = with_packages(machine(), drop=("peft",))
     check = judge(ev, "libraries.llamafactory_deps")
-    assert check.status == FAIL and "peft not installed is outside" in check.evidence
+    assert check.status == FAIL and "peft is not installed; LLaMA-Factory needs >=0.18.0" in check.evidence
     assert "peft" in pip_requirements(check.fix)
 
 
