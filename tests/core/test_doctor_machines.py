@@ -226,3 +226,23 @@ def test_rocminfo_marks_integrated_gpus():
     assert [(g.gfx, g.apu) for g in discrete] == [("gfx1201", False), ("gfx1201", False)]
     older = parse_rocminfo((MACHINES / "mi300x8" / "commands" / "rocminfo.out").read_text()).gpus
     assert {g.apu for g in older} == {None}  # this rocminfo prints no Memory Properties: not said
+
+
+def test_an_igpu_beside_discrete_radeons_is_named_and_hidden_by_the_fix():
+    """The R9700 workstation with the Ryzen's iGPU also listed by amd-smi: still an AMD machine on its
+    discrete GPUs; the arch check names the iGPU and the fix keeps only the discrete ones visible."""
+    import json
+
+    from core.doctor.evidence import Evidence
+
+    ev = Evidence.load(MACHINES / "r9700x2-rocm7.2")
+    static = json.loads(ev.commands["amd_smi_static"].stdout)
+    igpu = json.loads((MACHINES / "ryzen-igpu-rtx4090" / "commands" / "amd_smi_static.out").read_text())["gpu_data"][0]
+    static["gpu_data"].append({**igpu, "gpu": 2})
+    ev.commands["amd_smi_static"].stdout = json.dumps(static)
+    verdicts = {v.id: v for v in all_verdicts()}
+    arch = verdicts["rocm.arch"].check(ev)
+    assert arch.status == WARN and "gfx1036" in arch.evidence and "integrated GPU" in arch.evidence
+    assert arch.fix.startswith("export ROCR_VISIBLE_DEVICES=0,1")
+    machine = verdicts["platform.machine"].check(ev)
+    assert "Seen and not used: Raphael (gfx1036): an integrated GPU" in machine.evidence

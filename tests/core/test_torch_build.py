@@ -179,3 +179,17 @@ def test_installer_says_which_gpus_it_set_aside(capsys):
     out = capsys.readouterr().out
     assert "hardware: nvidia (nvidia-smi lists 1 GPUs)" in out
     assert "set aside: AMD Radeon Graphics (gfx1036): an integrated GPU" in out
+
+
+@pytest.mark.parametrize("machine, index", [("r9700x2-rocm7.2", "rocm7.1"), ("mi300x8", "rocm7.1"),
+                                            ("mi250x4", "rocm6.3")])
+def test_installer_and_doctor_pick_the_same_rocm_index(machine, index):
+    """The index set-up would install from, read from the machine's recorded tools, is the one the doctor's
+    fix names (ROCm 7.2 as the guide says: the newest community wheel index of ROCm 7, said as such)."""
+    from core.doctor.fixes import torch_index
+
+    ev, seen = _installer_view(machine)
+    rocm = (ev.files.get("/opt/rocm/.info/version") or "").split("-")[0]
+    choice = choose_torch(Hardware(seen.kind, rocm, ", ".join(seen.evidence)))
+    assert choice.index_url == f"https://download.pytorch.org/whl/{index}" == torch_index(ev)
+    assert index_note(rocm) in choice.reason
