@@ -29,3 +29,14 @@ def test_found_gpus_reach_the_config_step(workspace, machine, count, name, gib):
     if count:
         assert all(name in n for n, _ in seen)
         assert all(b >= gib * 1024 ** 3 for _, b in seen)
+
+
+def test_an_integrated_gpu_beside_discrete_radeons_is_not_fitted_on():
+    import json
+
+    ev = Evidence.load(MACHINES / "r9700x2-rocm7.2")
+    static = json.loads(ev.commands["amd_smi_static"].stdout)
+    igpu = json.loads((MACHINES / "ryzen-igpu-rtx4090" / "commands" / "amd_smi_static.out").read_text())["gpu_data"][0]
+    static["gpu_data"].append({**igpu, "gpu": 2})
+    ev.commands["amd_smi_static"].stdout = json.dumps(static)
+    assert [g["name"] for g in found_gpus(ev)] == ["AMD Radeon AI PRO R9700"] * 2
