@@ -193,3 +193,19 @@ def test_installer_and_doctor_pick_the_same_rocm_index(machine, index):
     choice = choose_torch(Hardware(seen.kind, rocm, ", ".join(seen.evidence)))
     assert choice.index_url == f"https://download.pytorch.org/whl/{index}" == torch_index(ev)
     assert index_note(rocm) in choice.reason
+
+
+def test_set_up_decides_with_the_standard_library_only(run_python):
+    """make runs the installer with the system Python before any environment exists: deciding the machine's
+    kind and its torch build (rocminfo and nvidia-smi parsed by the doctor's parsers) imports nothing else."""
+    proc = run_python(
+        "import sys, sysconfig\n"
+        "before = set(sys.modules)\n"
+        "from core.setup.install import say_hardware\n"
+        "from core.setup.torch_build import choose_torch, detect_hardware\n"
+        "choose_torch(detect_hardware())\n"
+        "site = sysconfig.get_paths()['purelib']\n"
+        "print([n for n, m in sys.modules.items() if n not in before\n"
+        "       and (getattr(m, '__file__', None) or '').startswith(site)])\n")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "[]"
