@@ -227,8 +227,9 @@ def judge_deepspeed(ev: Evidence) -> Judgement:
         return fail(seen + ". " + _("{op} cannot be built here ([NO] in ds_report)", op=key_op),
                     f"{pip(ev)} install -U deepspeed" + hip, "deepspeedai/DeepSpeed#4889, #6600")
     if outside is not None:
-        return warn(seen + ". " + outside.describe() + ". " + _("LLaMA-Factory does not check it at start, "
-                                                                "but it declares no other"), install, "")
+        return warn(seen + ". " + outside.describe() + ". " + _("LLaMA-Factory does not check this range at "
+                                                                "start: it is what it was released and tested with"),
+                    install, "")
     notes = ""
     fix = ""
     if report.ops.get("async_io", ("", ""))[1] == "NO":
