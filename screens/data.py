@@ -249,7 +249,10 @@ class DataScreen(SynthHandlers, StepScreen):
         from core.data.parallel_scan import jobs_for
         from core.data.register import refresh_summary
 
-        opts = LintOptions(jobs=jobs_for(path.stat().st_size), start_method="spawn")
+        from core.config.workspace_cutoff import workspace_cutoff_len
+
+        opts = LintOptions(cutoff_len=workspace_cutoff_len(ws), jobs=jobs_for(path.stat().st_size),
+                           start_method="spawn")
         report = lint_file(path, opts)
         refresh_summary(report, path, ws.data_dir, ws.root)
         return path, report
@@ -263,10 +266,12 @@ class DataScreen(SynthHandlers, StepScreen):
         self.query_one(DataFindings).show(report.findings if report is not None else [])
         if report is None:
             return
+        from core.data.wording import counted
+
         self.query_one("#data-file-info", Static).update(_(
-            "{name}\n{rows:,} rows · {format}\n{encoding} · {layout}\n{e} errors · {w} warnings", name=self.path.name,
-            rows=report.rows, format=report.format, encoding=report.encoding, layout=report.layout,
-            e=report.errors, w=report.warnings))
+            "{name}\n{rows} · {format}\n{encoding} · {layout}\n{errors} · {warnings}", name=self.path.name,
+            rows=counted("row", report.rows), format=report.format, encoding=report.encoding, layout=report.layout,
+            errors=counted("error", report.errors), warnings=counted("warning", report.warnings)))
         self._show_stats(report)
         if report.errors:
             self.set_status("attention", _("{name}: {n} lint errors", name=self.path.name, n=report.errors))

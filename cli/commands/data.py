@@ -93,8 +93,9 @@ def register(sub, add_common) -> list[str]:
 
 def _scan_options(p) -> None:
     p.add_argument("--json", action="store_true", help=_("print one JSON object"))
-    p.add_argument("--cutoff-len", type=int, default=2048, metavar="N",
-                   help=_("LLaMA-Factory's cutoff_len: longer rows are truncated (default 2048)"))
+    p.add_argument("--cutoff-len", type=int, default=None, metavar="N",
+                   help=_("LLaMA-Factory's cutoff_len: longer rows are truncated (default: the workspace config's, "
+                          "else 2048)"))
     p.add_argument("--tokenizer", metavar="PATH", help=_("count tokens with this tokenizer (model folder or "
                                                          "tokenizer.json) instead of estimating"))
     p.add_argument("--jobs", type=int, default=0, metavar="N",
@@ -132,13 +133,16 @@ def _jobs(n: int, size: int) -> int:
 
 
 def _lint(args, path):
-    from core.data.lint import LintOptions, lint_file
     from cli.commands.data_progress import LintProgressBar
+    from cli.commands.output import workspace
+    from core.config.workspace_cutoff import workspace_cutoff_len
+    from core.data.lint import LintOptions, lint_file
 
     size = path.stat().st_size
     progress = LintProgressBar(size)
     try:
-        return lint_file(path, LintOptions(cutoff_len=args.cutoff_len, tokenizer=args.tokenizer,
+        cutoff = args.cutoff_len or workspace_cutoff_len(workspace(args))
+        return lint_file(path, LintOptions(cutoff_len=cutoff, tokenizer=args.tokenizer,
                                            near_dups=getattr(args, "near_dups", False), jobs=_jobs(args.jobs, size)),
                          progress)
     finally:

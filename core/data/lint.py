@@ -297,7 +297,12 @@ def lint_file(path: str | os.PathLike, options: LintOptions | None = None,
                             duplicates=0, conflicts=0, near_duplicates=None)
         f = _not_a_dataset(probe) if enc.encoding != "binary" else finding("not-json", 1, _(
             "L1: binary data, not a text dataset"), fix=NONE)
-        return LintReport(str(path), 0, "unknown", enc.encoding, enc.reason, probe.layout, [f], empty, schema,
+        rows = 0
+        if probe.layout == CSV and enc.encoding != "binary":  # a table's rows are rows, once converted
+            from core.data.csv_table import csv_rows
+
+            rows = csv_rows(probe.path)
+        return LintReport(str(path), rows, "unknown", enc.encoding, enc.reason, probe.layout, [f], empty, schema,
                           time.perf_counter() - t0)
 
     rows = sample_rows(probe)

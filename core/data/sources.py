@@ -5,13 +5,13 @@ alpaca row or a reason to reject it.
 
 from __future__ import annotations
 
-import csv
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
 from core.errors import BadInput
+from core.data.csv_table import csv_reader
 from core.data.reader import JSON_ARRAY, JSON_STREAM, JSONL, ReadNotes, iter_records, iter_text_lines, probe_file
 from core.data.schema import ALIASES, detect_schema
 from core.data.speaker_tags import CHAT as _CHAT, QA as _QA, TIME as _TIME
@@ -94,11 +94,7 @@ def text_units(path: Path, mode: str, report) -> Iterator[Unit]:
 # ------------------------------------------------------------------ CSV
 
 def csv_units(path: Path, columns: dict[str, str] | None, report) -> Iterator[Unit]:
-    probe = probe_file(path)
-    text_lines = (t + "\n" for _n, t in iter_text_lines(path, probe.encoding, ReadNotes()))
-    first = next(text_lines, "")
-    dialect = "excel-tab" if first.count("\t") > first.count(",") or path.suffix.lower() == ".tsv" else "excel"
-    reader = csv.reader(_chain(first, text_lines), dialect=dialect)
+    reader = csv_reader(path)
     header = next(reader, None)
     if not header:
         raise ConvertError(_("{file}: no header row", file=path))
@@ -118,11 +114,6 @@ def csv_units(path: Path, columns: dict[str, str] | None, report) -> Iterator[Un
         unit.turns = [("user", get.get("instruction", "")), ("assistant", get.get("output", ""))]
         unit.context = get.get("input", "")
         yield unit
-
-
-def _chain(first: str, rest) -> Iterator[str]:
-    yield first
-    yield from rest
 
 
 def _pick_columns(header: list[str], columns: dict[str, str] | None, path: Path) -> dict[str, int]:

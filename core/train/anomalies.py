@@ -31,6 +31,28 @@ from core.i18n import _
 ERROR, WARNING = "error", "warning"
 OVERFIT_MARGIN = 0.03  # the eval loss up, and the training loss down, by more than 3% since the lowest eval loss
 TRAIN_LEVEL_POINTS = 5  # the training loss at an evaluation: the mean of the last few logged values
+LOSS_FLOOR = 1e-3  # a loss level below this is converged (a DPO loss of 2e-6): its relative swings are noise
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What the advice must agree with: the run's device ("cpu" | "gpu", None: unknown) and its config's
+    max_grad_norm (None: unknown). core.train.failure_facts.run_context reads them from the run."""
+
+    device: str | None = None
+    max_grad_norm: float | None = None
+
+    def grad_norm_advice(self) -> str:
+        if self.max_grad_norm is not None and self.max_grad_norm > 1.0:
+            return _("lower max_grad_norm to 1.0 (the config sets {n})", n=people_number(self.max_grad_norm))
+        return _("keep max_grad_norm at 1.0")
+
+
+def people_number(x: float) -> str:
+    """A number as a person writes it: 120, 2.5, 0.05 (never 1.2e+02)."""
+    if float(x).is_integer() and abs(x) < 1e15:
+        return str(int(x))
+    return f"{x:.0f}" if abs(x) >= 100 else f"{x:.2f}".rstrip("0").rstrip(".") if abs(x) >= 0.01 else f"{x:.2g}"
 
 
 @dataclass(frozen=True)
@@ -52,7 +74,9 @@ class EvalPoint:
 
 
 class AnomalyDetector:
-    def __init__(self, window: int = 50, oscillation_window: int = 30, check_every: int = 5) -> None:
+    def __init__(self, window: int = 50, oscillation_window: int = 30, check_every: int = 5,
+                 context: RunContext | None = None) -> None:
+        self.context = context or RunContext()
         self.window = window
         self.oscillation_window = oscillation_window
         self.check_every = check_every
@@ -70,7 +94,8 @@ class AnomalyDetector:
         if math.isnan(value):
             found += self._once("loss_nan", step, ERROR, _(
                 "loss is NaN at step {step}: training has diverged; lower learning_rate, use bf16 rather than fp16, "
-                "keep max_grad_norm at 1.0, and resume from the last checkpoint before it", step=step))
+                "{grad_norm}, and resume from the last checkpoint before it", step=step,
+                grad_norm=self.context.grad_norm_advice()))
             return found
         if math.isinf(value):
             found += self._once("loss_inf", step, ERROR, _(
@@ -91,8 +116,9 @@ class AnomalyDetector:
         if math.isfinite(value):
             return []
         return self._once("grad_norm_nan", step, ERROR, _(
-            "grad_norm is {value} at step {step}: the gradients overflowed; lower learning_rate, keep "
-            "max_grad_norm at 1.0, prefer bf16 to fp16", value="NaN" if math.isnan(value) else "inf", step=step))
+            "grad_norm is {value} at step {step}: the gradients overflowed; lower learning_rate, {grad_norm}, prefer "
+            "bf16 to fp16", value="NaN" if math.isnan(value) else "inf", step=step,
+            grad_norm=self.context.grad_norm_advice()))
 
     def feed_throughput(self, step: int, steps_per_s: float) -> list[Anomaly]:
         if not math.isfinite(steps_per_s) or steps_per_s < 0:
@@ -128,7 +154,7 @@ class AnomalyDetector:
         best, last = verdict
         epochs = ""
         if best.epoch is not None:
-            epochs = _(" (num_train_epochs {n})", n=f"{max(best.epoch, 0.1):.2g}")
+            epochs = _(" (num_train_epochs {n})", n=people_number(round(max(best.epoch, 0.1), 1)))
         message = _(
             "overfitting: the eval loss rose from {best} at step {best_step} to {now} at step {step} while the training "
             "loss fell from {train_then} to {train_now}; the model is memorising its rows. Stop at step {best_step}, the "
@@ -164,12 +190,14 @@ class AnomalyDetector:
             changes = sum(1 for a, b in zip(signs, signs[1:]) if a != b) / max(1, len(signs) - 1)
             level = sum(abs(v) for v in win) / len(win)
             swing = sum(abs(d) for d in diffs) / len(diffs) / level if level > 0 else 0.0
-            oscillating = changes >= 0.6 and swing >= 0.25
+            oscillating = changes >= 0.6 and swing >= 0.25 and level >= LOSS_FLOOR  # a converged loss: noise
             if oscillating:
+                advice = _("lower learning_rate, add warmup (warmup_ratio 0.1), use bf16")
+                if self.context.device == "gpu":
+                    advice += "; " + _("on an AMD GPU (MI300X) also check the ROCm/PyTorch versions")
                 found += self._set_active("oscillation", step, WARNING, _(
-                    "loss oscillates at step {step} (swings of {pct}% of its level): lower learning_rate, add warmup "
-                    "(warmup_ratio 0.1), use bf16; on MI300X also check the ROCm/PyTorch versions", step=step,
-                    pct=f"{swing * 100:.0f}"))
+                    "loss oscillates at step {step} (swings of {pct}% of its level): {advice}", step=step,
+                    pct=f"{swing * 100:.0f}", advice=advice))
             else:
                 self.active.pop("oscillation", None)
         if len(losses) >= self.window:

@@ -28,6 +28,22 @@ def ran_on_cpu(record, directory: Path) -> bool:
     return isinstance(status, dict) and status.get("state") == "no-gpu"
 
 
+def run_context(ws, record, directory: Path):
+    """The run's device and its config's max_grad_norm, for the live anomalies' advice (core.train.anomalies)."""
+    from core.train.anomalies import RunContext
+
+    max_grad_norm = None
+    if record.config:
+        from core.config.yaml_in import ImportProblem, load_lf_yaml_text
+
+        try:
+            value = load_lf_yaml_text(ws.abs(record.config).read_text(encoding="utf-8")).get("max_grad_norm", 1.0)
+            max_grad_norm = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        except (OSError, UnicodeDecodeError, ImportProblem):
+            pass
+    return RunContext("cpu" if ran_on_cpu(record, directory) else "gpu", max_grad_norm)
+
+
 def agree_with_machine(found: list, *, on_cpu: bool, config: str | None = None) -> list:
     """The diagnoses, with the advice a CPU run cannot use replaced by what holds there."""
     if not on_cpu:

@@ -30,7 +30,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from core.files.tail import LineTail
-from core.train.anomalies import Anomaly, AnomalyDetector
+from core.train.anomalies import Anomaly, AnomalyDetector, RunContext
 from core.train.output import LossDict, StderrTail, StdoutTail, TqdmProgress
 
 _DURATION = re.compile(r"^(?:(\d+) days?, )?(\d+):(\d{2}):(\d{2})(?:\.\d+)?$")
@@ -274,8 +274,8 @@ class ProgressSnapshot:
 class RunMetrics:
     """Everything known about one run's training numbers, built from LogRecords and the trainer's output."""
 
-    def __init__(self, smoothing: float = 0.9, window: int = 50) -> None:
-        self.smoothing, self.window = smoothing, window
+    def __init__(self, smoothing: float = 0.9, window: int = 50, context: RunContext | None = None) -> None:
+        self.smoothing, self.window, self.context = smoothing, window, context
         self.reset()
 
     def reset(self) -> None:
@@ -287,7 +287,7 @@ class RunMetrics:
         self.grad_norm: list[float] = []  # from stdout, in order (it has no step)
         self.stage: dict[str, Series] = {}  # STAGE_METRICS key → its series (dpo / kto runs), from stdout
         self._epochs: list[tuple[float, int]] = []  # (epoch, step) of the loss records
-        self.detector = AnomalyDetector(window=self.window)
+        self.detector = AnomalyDetector(window=self.window, context=self.context)
         self.resumes: list[int] = []
         self.last: LogRecord | None = None
         self.max_step = 0
@@ -412,8 +412,9 @@ class MetricsPoller:
     """Polls a run's trainer_log.jsonl (and, when given, its stdout and stderr) into one RunMetrics."""
 
     def __init__(self, trainer_log: str | Path, stdout_log: str | Path | None = None,
-                 stderr_log: str | Path | None = None, *, smoothing: float = 0.9, log_start: int = 0) -> None:
-        self.metrics = RunMetrics(smoothing)
+                 stderr_log: str | Path | None = None, *, smoothing: float = 0.9, log_start: int = 0,
+                 context: RunContext | None = None) -> None:
+        self.metrics = RunMetrics(smoothing, context=context)
         self.log = MetricsTail(trainer_log, log_start)
         self.stdout = StdoutTail(stdout_log) if stdout_log else None
         self.stderr = StderrTail(stderr_log) if stderr_log else None

@@ -157,7 +157,8 @@ def ending_note(record: RunRecord) -> str:
     if code < 0:
         name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
         return _("killed by signal {sig}", sig=name)
-    return _("failed with exit code {code}; `devtune diagnose {id}` explains the logs", code=code, id=record.id)
+    # the note follows the status ("failed: ..."): it says why, not "failed" again
+    return _("the trainer exited with code {code}; `devtune diagnose {id}` explains the logs", code=code, id=record.id)
 
 
 def read_record(directory: Path) -> RunRecord:

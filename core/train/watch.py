@@ -47,8 +47,11 @@ class RunWatcher:
         self.dir = run_dir(ws, run_id)
         self.record = refresh(self.dir)
         self.trainer_log, start = trainer_log_source(self.dir, self.record)
+        from core.train.failure_facts import run_context
+
+        self.context = run_context(ws, self.record, self.dir)  # the advice agrees with the run's device and config
         self.poller = MetricsPoller(self.trainer_log, self.dir / "stdout.log", self.dir / "stderr.log",
-                                    log_start=start)
+                                    log_start=start, context=self.context)
         self._stdout = LineTail(self.dir / "stdout.log")
         self._stderr = LineTail(self.dir / "stderr.log")
         from core.train.gpu.history import RunGpuTail
@@ -74,7 +77,8 @@ class RunWatcher:
         source, start = trainer_log_source(self.dir, self.record)
         if source != self.trainer_log:  # the run ended and its lines were frozen: read only those from now on
             self.trainer_log = source
-            self.poller = MetricsPoller(source, self.dir / "stdout.log", self.dir / "stderr.log", log_start=start)
+            self.poller = MetricsPoller(source, self.dir / "stdout.log", self.dir / "stderr.log", log_start=start,
+                                        context=self.context)
         changed = self.poller.poll()
         new = [a for a in self.poller.new_anomalies if (a.id, a.step) not in self._reported]
         self._reported.update((a.id, a.step) for a in new)

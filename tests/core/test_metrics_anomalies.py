@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from core.train.anomalies import AnomalyDetector
+from core.train.anomalies import AnomalyDetector, RunContext
 from core.train.metrics import MetricsPoller
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
@@ -63,7 +63,7 @@ def test_decreasing_noisy_loss_is_not_flagged():
 
 
 def test_oscillation_mi300x_symptom():
-    d = AnomalyDetector(check_every=1)
+    d = AnomalyDetector(check_every=1, context=RunContext(device="gpu"))
     found = []
     for step in range(60):
         found += d.feed_loss(step, 1.2 if step % 2 else 2.6)

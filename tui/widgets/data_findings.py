@@ -50,8 +50,9 @@ class DataFindings(OptionList):
             options.append(Option(mark + rule + Content(f.message) + fix, id=f"finding-{i}"))
         self.add_options(options)
         counts = Counter(f.severity for f in findings)
-        self.border_subtitle = _("{e} errors · {w} warnings · {i} info", e=counts["error"], w=counts["warning"],
-                                 i=counts["info"])
+        from core.data.wording import counted
+
+        self.border_subtitle = " · ".join(counted(s, counts[s]) for s in ("error", "warning", "info"))
         if len(findings) > MAX_SHOWN:
             self.border_subtitle += " · " + _("first {n} shown", n=MAX_SHOWN)
 
