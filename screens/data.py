@@ -359,20 +359,27 @@ class DataScreen(SynthHandlers, StepScreen):
             return
         self._act(event, path)
 
-    def _act(self, req: DataActions.Requested, path: Path) -> None:
-        self.run_background(self._run_action, req, path, self.ws, group="data-act", exclusive=False,
-                            description=_("Fix / convert / register"), done=lambda done: self._acted(req, done))
+    def _act(self, req: DataActions.Requested, path: Path, replace: bool = False) -> None:
+        self.run_background(self._run_action, req, path, self.ws, replace, group="data-act", exclusive=False,
+                            description=_("Fix / convert / register"),
+                            done=lambda done: self._acted(req, done, path))
 
     @staticmethod
-    def _run_action(job: Job, req: DataActions.Requested, path: Path, ws):
+    def _run_action(job: Job, req: DataActions.Requested, path: Path, ws, replace: bool = False):
         from core.data import actions
 
         return actions.run(req.action, path, write=req.write, output=req.output, yes=req.yes,
                            source_format=req.source_format, name=req.name, holdout=req.holdout, ws_root=ws.root,
-                           dataset_dir=ws.data_dir)
+                           dataset_dir=ws.data_dir, replace=replace)
 
-    def _acted(self, req: DataActions.Requested, done) -> None:
+    def _acted(self, req: DataActions.Requested, done, path: Path | None = None) -> None:
         self.query_one(DataActions).show_result(done.lines, done.rows, error=done.error)
+        if done.confirm and path is not None:  # core asks first (an existing file would be replaced)
+            from tui.widgets.confirm import ConfirmScreen
+
+            self.app.push_screen(ConfirmScreen(done.confirm, yes=_("Replace")),
+                                 lambda ok: self._act(req, path, replace=True) if ok else None)
+            return
         if done.error or not req.write:
             return
         if req.action == "register":

@@ -201,8 +201,9 @@ class MergeScreen(StepScreen):
     def action_check(self) -> None:
         self.clear_error()
         self.query_one(ExportReportView).show_message(_("checking…"))
-        run = self.query_one("#merge-run", Select).value
-        self.run_background(self._check_again, self.ws, run if isinstance(run, str) else None, group="merge",
+        # the export is checked against the run it came from (core decides from the export's record), not
+        # against the run picked for the next merge
+        self.run_background(self._check_again, self.ws, None, group="merge",
                             description=_("Checking the merged folder"), progress=self._checking,
                             done=self._checked, failed=self._failed)
 

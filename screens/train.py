@@ -264,14 +264,26 @@ class TrainScreen(StepScreen):
         if self.record is not None and self.record.active:
             self.app.notify(_("a run is already going; stop it first"), severity="warning")
             return
-        self.run_background(self._start, self.ws, group="train-act", description=_("Starting the run"),
-                            done=self._started)
+        self._start_run(force=False)
+
+    def _start_run(self, *, force: bool) -> None:
+        self.run_background(self._start, self.ws, force, group="train-act", description=_("Starting the run"),
+                            done=self._started, failed=self._start_refused)
+
+    def _start_refused(self, exc) -> None:
+        """Core refused a config whose check has errors: ask, naming them, before training it anyway."""
+        from core.train.launch import ConfigHasErrors
+        from tui.widgets.confirm import ConfirmScreen
+
+        if isinstance(exc, ConfigHasErrors):
+            self.app.push_screen(ConfirmScreen(exc.question, yes=_("Train anyway")),
+                                 lambda yes: self._start_run(force=True) if yes else None)
 
     @staticmethod
-    def _start(job: Job, ws):
+    def _start(job: Job, ws, force: bool = False):
         from core.train.launch import launch_training
 
-        return launch_training(ws)
+        return launch_training(ws, force=force)
 
     def _started(self, record) -> None:
         self.clear_error()

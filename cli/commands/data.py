@@ -45,8 +45,8 @@ def register(sub, add_common) -> list[str]:
     fix.add_argument("--rejects", metavar="REJ", help=_("rows that could not be kept (default OUT.rejects.jsonl)"))
     fix.add_argument("--yes", action="store_true",
                      help=_("also apply the fixes that need a confirmation (transcode, rename keys, numbers to "
-                            "text, drop empty outputs and exact duplicates, mask personal data); replaces OUT if "
-                            "it exists"))
+                            "text, drop empty outputs and exact duplicates, mask personal data); it never replaces "
+                            "a file: that is --force"))
     fix.add_argument("--force", action="store_true", help=_("replace OUT if it exists"))
     fix.add_argument("--json", action="store_true", help=_("print the summary as JSON"))
     _keep_option(fix)
@@ -256,7 +256,7 @@ def run_fix(args) -> int:
     refuse_input(path)
     _kept(args, path)
     with reading(path):
-        report = fix_file(path, out, rejects=rejects, yes=args.yes, force=args.force or args.yes,
+        report = fix_file(path, out, rejects=rejects, yes=args.yes, force=args.force,
                           progress=lambda m: print(f"  {m}", file=sys.stderr))
     if args.json:
         emit_json(report.to_json())

@@ -16,8 +16,8 @@ from core.errors import EXIT_OK
 def add_holdout_arguments(reg) -> None:
     reg.add_argument("--holdout", metavar="SHARE",
                      help=_("also hold out rows for evaluation: a share (0.1 or 10%%, at most 0.5) or a number of "
-                            "rows (20); writes FILE's .train.jsonl and .heldout.jsonl beside it and registers them as "
-                            "NAME and NAME_eval, rows that share a prompt or nearly repeat kept on one side"))
+                            "rows (20); writes NAME.train.jsonl and NAME.heldout.jsonl beside FILE and registers them "
+                            "as NAME and NAME_eval, rows that share a prompt or nearly repeat kept on one side"))
     reg.add_argument("--seed", type=int, default=None, metavar="N",
                      help=_("the seed of the held-out split (default 42); the same file and seed give the same split"))
 

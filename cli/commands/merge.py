@@ -40,7 +40,8 @@ def register(sub, add_common) -> list[str]:
                        description=_("Check a merged folder against the training run it came from."))
     add_common(p)
     p.add_argument("export", metavar="EXPORT", nargs="?", help=_("the merged folder (default: the wizard's latest)"))
-    p.add_argument("--run", help=_("the training run it came from (default: the newest)"))
+    p.add_argument("--run", help=_("check it against this training run (default: the run it was exported from, as "
+                                     "recorded then)"))
     p.add_argument("--no-numeric", action="store_true", help=_("skip the logits comparison"))
     p.add_argument("--json", action="store_true", help=_("print the report as JSON"))
     p.set_defaults(handler=run_check_export)

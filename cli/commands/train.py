@@ -18,6 +18,8 @@ def register(sub, add_common) -> list[str]:
     p.add_argument("--config", metavar="FILE",
                    help=_("the train YAML (default: the wizard's, else configs/train.yaml)"))
     p.add_argument("--detach", action="store_true", help=_("start and return at once"))
+    p.add_argument("--force", action="store_true",
+                   help=_("train even though the config's check reports errors (devtune config check)"))
     p.set_defaults(handler=run_train)
 
     p = sub.add_parser("runs", help=_("list training runs"))
@@ -117,7 +119,7 @@ def run_train(args) -> int:
     from core.train.launch import launch_training
 
     ws = workspace(args)
-    record = launch_training(ws, args.config, say=lambda m: print(m, file=sys.stderr))
+    record = launch_training(ws, args.config, say=lambda m: print(m, file=sys.stderr), force=args.force)
     return _started(ws, record, args.detach)
 
 

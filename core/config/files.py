@@ -306,7 +306,7 @@ def fit_targets(spec: TrainSpec, found: list[tuple[str, int]]) -> list[GpuTarget
 
 
 def rule_context(ws: Workspace, spec: TrainSpec, *, found: list[tuple[str, int]] | None = None,
-                 catalog: TemplateCatalog | None = None) -> RuleContext:
+                 catalog: TemplateCatalog | None = None, path: str = DEFAULT_CONFIG) -> RuleContext:
     from core.config.memfit import estimate
     from core.config.memfit_advice import advise
     from core.config.model_shapes import resolve_shape
@@ -322,7 +322,7 @@ def rule_context(ws: Workspace, spec: TrainSpec, *, found: list[tuple[str, int]]
 
     found = found_gpus(ws) if found is None else found
     ctx = RuleContext(ws.root, catalog or BUILTIN, fit_targets(spec, found), len(found),
-                      doctor_ran=bool(found) or doctor_looked_for_gpus(ws))
+                      doctor_ran=bool(found) or doctor_looked_for_gpus(ws), config_path=path)
     dataset_dir = ws.root / str(value(spec, "dataset_dir"))
     try:  # None when there is no dataset_info.json (the data.no_info finding)
         ctx.dataset_info = read_dataset_info(dataset_dir) if info_file(dataset_dir).is_file() else None
@@ -363,17 +363,20 @@ def _seq_len(spec: TrainSpec, ctx: RuleContext) -> tuple[int, int | None]:
 def preview(ws: Workspace, spec: TrainSpec, path: str = DEFAULT_CONFIG, *,
             found: list[tuple[str, int]] | None = None, catalog: TemplateCatalog | None = None) -> ConfigPreview:
     """Everything the Config step shows for `spec`, without writing anything (fast: no LLaMA-Factory)."""
-    ctx = rule_context(ws, spec, found=found, catalog=catalog)
+    ctx = rule_context(ws, spec, found=found, catalog=catalog, path=path)
     return ConfigPreview(spec, render_yaml(spec, path), deepspeed_path(spec), render_deepspeed(spec),
                          node_commands(spec, path), check_rules(spec, ctx), ctx.fit, ctx.advice, ctx.targets)
 
 
-def config_saved(path: str, shown: ConfigPreview):
+def config_saved(path: str, shown: ConfigPreview, *, workspace_config: bool = True):
     """What saving a config implies for both front-ends: it is the workspace's config (`devtune train` and the
-    Train step start it), and the Config step is done, or needs attention when the config has errors."""
+    Train step start it), and the Config step is done, or needs attention when the config has errors. A side
+    file (`workspace_config` False, core.config.files.becomes_workspace_config) changes nothing."""
     from core.workspace.changes import StateChange, StepMark
     from core.workspace.step_status import StepStatus
 
+    if not workspace_config:
+        return StateChange()
     return StateChange(chosen={"config_file": path},
                        steps={"config": StepMark(StepStatus.ATTENTION if shown.errors else StepStatus.DONE,
                                                  summary_line(shown))})

@@ -40,6 +40,7 @@ class RuleContext:
     fit: Any = None  # core.config.memfit.FitEstimate, None when the model's shape is unknown
     advice: list = field(default_factory=list)  # core.config.memfit_advice.FitAdvice
     zero2_fit: Any = None  # a ZeRO-3 run's FitEstimate under ZeRO-2 (None when not asked)
+    config_path: str = "configs/train.yaml"  # the YAML being checked (hints that edit it name it)
 
 
 def train_rows(spec: TrainSpec, rows: int) -> int:

@@ -158,7 +158,8 @@ def rule_distributed(spec: TrainSpec, ctx: RuleContext) -> list[ConfigFinding]:
         if launch.nnodes > 1 and not launch.master_addr and launch.launcher != "slurm":
             out.append(ConfigFinding("error", "launch.master_addr", _("multi-node runs need the address of node 0 "
                                                                "(MASTER_ADDR)"), "launch",
-                               _("devtune config init --master-addr HOST")))
+                               _("devtune config edit --config {path} --master-addr HOST",
+                                 path=ctx.config_path)))
         if ctx.found_gpus and launch.gpus_per_node > ctx.found_gpus:
             out.append(ConfigFinding("warning", "launch.gpus", _("{asked} GPUs per node asked, the doctor found {found}",
                                                           asked=launch.gpus_per_node, found=ctx.found_gpus),

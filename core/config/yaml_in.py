@@ -136,7 +136,7 @@ def import_lf_args(data: dict[str, Any], *, root: Path | None = None, base: Path
         where = ".".join(str(p) for p in first.get("loc", ()))
         raise ImportProblem(_("{key}: {error}", key=where, error=first.get("msg", ""))) from exc
     if ds_path is not None and launch is None:
-        notes.append(_("the file does not say how many GPUs: set them (devtune config init --gpus N)"))
+        notes.append(_("the file does not say how many GPUs: set them (devtune config edit --gpus N)"))
     return ImportResult(spec, kept=list(extra), notes=notes, source=original)
 
 

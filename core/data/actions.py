@@ -19,21 +19,33 @@ class ActionOutcome:
     rows: list[dict] = field(default_factory=list)
     result: Any = None
     error: bool = False
+    # a question the person must answer before the write can go on (replace an existing file); run the
+    # action again with replace=True when they agree
+    confirm: str | None = None
 
 
 def run(action: str, path: Path, *, write: bool, output: str = "", yes: bool = False, source_format: str = "auto",
-        name: str = "", holdout: str = "", ws_root: Path, dataset_dir: Path) -> ActionOutcome:
-    """Never raises for a problem the person can fix: the outcome says what went wrong."""
+        name: str = "", holdout: str = "", ws_root: Path, dataset_dir: Path, replace: bool = False) -> ActionOutcome:
+    """Never raises for a problem the person can fix: the outcome says what went wrong.
+
+    `yes` confirms the content fixes that need it; it never allows replacing a file. An existing output is
+    replaced only with `replace` (the person confirmed that replacement): otherwise the outcome asks."""
     from core.files.atomic import FileExistsRefused
     from core.data.convert import ConvertError
     from core.data.fix import FixRefused
     from core.data.register import RegisterError
 
     try:
-        if action == "fix":
-            return _fix(path, _output(output, path, ws_root), write=write, yes=yes)
-        if action == "convert":
-            return _convert(path, _output(output, path, ws_root), write=write, source_format=source_format)
+        if action in ("fix", "convert"):
+            out = _output(output, path, ws_root)
+            if write and not replace and out.exists():
+                return ActionOutcome([_("{out} already exists: nothing written", out=out)], error=True,
+                                     confirm=_("{out} already exists. Replace it with the fixed file?", out=out)
+                                     if action == "fix" else
+                                     _("{out} already exists. Replace it with the converted file?", out=out))
+            if action == "fix":
+                return _fix(path, out, write=write, yes=yes, replace=replace)
+            return _convert(path, out, write=write, source_format=source_format, replace=replace)
         if action == "register" and holdout:
             return _register_holdout(path, name, holdout, write=write, ws_root=ws_root, dataset_dir=dataset_dir)
         if action == "register":
@@ -58,18 +70,19 @@ def _rows(preview: list[dict], rejected: list[dict]) -> list[dict]:
     return rows
 
 
-def _fix(path: Path, out: Path, *, write: bool, yes: bool) -> ActionOutcome:
+def _fix(path: Path, out: Path, *, write: bool, yes: bool, replace: bool) -> ActionOutcome:
     from core.data.fix import fix_file
 
-    report = fix_file(path, out, yes=yes, force=write and yes, dry_run=not write, preview=PREVIEW_ROWS)
+    report = fix_file(path, out, yes=yes, force=write and replace, dry_run=not write, preview=PREVIEW_ROWS)
     head = _("Preview — nothing written yet.") if not write else _("Written.")
     return ActionOutcome([head] + report.lines(), _rows(report.preview, report.rejected_preview), report)
 
 
-def _convert(path: Path, out: Path, *, write: bool, source_format: str) -> ActionOutcome:
+def _convert(path: Path, out: Path, *, write: bool, source_format: str, replace: bool) -> ActionOutcome:
     from core.data.convert import convert_file
 
-    report = convert_file(path, out, source_format=source_format, dry_run=not write, preview=PREVIEW_ROWS)
+    report = convert_file(path, out, source_format=source_format, dry_run=not write, preview=PREVIEW_ROWS,
+                          force=write and replace)
     head = _("Preview — nothing written yet.") if not write else _("Written.")
     return ActionOutcome([head] + report.lines(), _rows(report.preview, report.rejected_preview), report,
                          error=report.rows_out == 0)
@@ -115,7 +128,7 @@ def _register_holdout(path: Path, name: str, holdout: str, *, write: bool, ws_ro
                                     eval_action=result.heldout.action)] + result.lines()
                                  + [_("Use dataset: {name} in the Config step; it adds the held-out set for the "
                                       "eval loss.", name=name)], result=result)
-        plan, files = preview_holdout(path, share, report)
+        plan, files = preview_holdout(path, name, share, report)
     except HoldoutError as exc:
         return ActionOutcome([str(exc)], error=True)
     lines = [_("Preview — nothing written yet. \"{name}\" ← {train}, \"{eval_name}\" ← {held}, in {info}:",

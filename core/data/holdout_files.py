@@ -1,10 +1,14 @@
 """The held-out split's files: read a dataset for the split (core.data.holdout), write its two parts
 beside it, and register them as `N` (the train part) and `N_eval` (the held-out part).
 
-    data/support.jsonl           the person's file: read, never changed
+    data/support_clean.jsonl     the person's file: read, never changed
     data/support.train.jsonl     the rows to train on          -> dataset_info.json "support"
     data/support.heldout.jsonl   the rows held out             -> dataset_info.json "support_eval"
     data/support.split.json      seed, share, row counts, groups, the sha256 of the source and of both parts
+
+The parts are named after the dataset (`support`), not the source: they belong to that one dataset, so a
+second name split from the same file (`--name support_b`) gets files of its own and never changes the
+first's rows.
 
 Every row of the source is on exactly one side, as it was written (a JSON Lines row byte for byte; an
 element of a JSON array as one compact line), in file order. The parts are rewritten only when devtune
@@ -55,16 +59,12 @@ class SplitFiles:
     record: Path  # <stem>.split.json
 
 
-def split_files(source: str | os.PathLike) -> SplitFiles:
-    """The files a split of `source` writes, beside it."""
+def split_files(source: str | os.PathLike, name: str) -> SplitFiles:
+    """The files the split of `source` registered as dataset `name` writes, beside the source, named after
+    the dataset (one dataset's parts; another name never shares them)."""
     path = Path(source)
-    stem = path.name
-    for suffix in SPLIT_SUFFIXES:
-        if stem.lower().endswith(suffix):
-            stem = stem[:-len(suffix)]
-            break
-    return SplitFiles(path.with_name(f"{stem}.train.jsonl"), path.with_name(f"{stem}.heldout.jsonl"),
-                      path.with_name(f"{stem}.split.json"))
+    return SplitFiles(path.with_name(f"{name}.train.jsonl"), path.with_name(f"{name}.heldout.jsonl"),
+                      path.with_name(f"{name}.split.json"))
 
 
 @dataclass
@@ -243,9 +243,20 @@ def _check_names(info: dict, name: str, source: Path, files: SplitFiles, ddir: P
                name + EVAL_SUFFIX: {file_name_for(files.heldout, ddir)}}
     for key, files_ok in allowed.items():
         old = info.get(key)
-        if isinstance(old, dict) and old.get("file_name") not in (None, *files_ok) and not force:
+        if isinstance(old, dict) and old.get("file_name") not in (None, *files_ok) and not force \
+                and not _was_split_part(ddir, str(old.get("file_name")), key):
             raise RegisterRefused(_("\"{name}\" is already registered for {other}; choose another --name or pass "
                                     "--force", name=key, other=old.get("file_name")))
+
+
+def _was_split_part(ddir: Path, file_name: str, key: str) -> bool:
+    """A part an older devtune split as `key` (it named the parts after the source): still this dataset's."""
+    for suffix, side in ((".train.jsonl", "train"), (".heldout.jsonl", "heldout")):
+        if file_name.endswith(suffix):
+            stem = ddir / file_name[:-len(suffix)]
+            record = read_split_record(SplitFiles(stem, stem, stem.with_name(stem.name + ".split.json")))
+            return bool(record) and (record.get(side) or {}).get("name") == key
+    return False
 
 
 def _part_report(part: Path, whole: LintReport, options: LintOptions | None) -> LintReport:
@@ -254,10 +265,10 @@ def _part_report(part: Path, whole: LintReport, options: LintOptions | None) -> 
     return replace(lint_file(part, opts), schema=whole.schema)
 
 
-def preview_holdout(file: str | os.PathLike, holdout: Holdout, report: LintReport, *,
+def preview_holdout(file: str | os.PathLike, name: str, holdout: Holdout, report: LintReport, *,
                     seed: int = DEFAULT_SEED) -> tuple[SplitPlan, SplitFiles]:
     """The split `register_with_holdout` would make, nothing written."""
-    return split_plan(file, holdout, report.schema, seed=seed), split_files(file)
+    return split_plan(file, holdout, report.schema, seed=seed), split_files(file, name)
 
 
 def register_with_holdout(file: str | os.PathLike, name: str, dataset_dir: str | os.PathLike, holdout: Holdout, *,
@@ -274,7 +285,10 @@ def register_with_holdout(file: str | os.PathLike, name: str, dataset_dir: str |
     if path.suffix.lower() not in SPLIT_SUFFIXES:
         raise RegisterError(_("{file}: a held-out split is made of JSON or JSON Lines rows; convert it to .jsonl "
                               "first, or register it without --holdout", file=path))
-    files = split_files(path)
+    files = split_files(path, name)
+    if path.resolve() in {files.train.resolve(), files.heldout.resolve(), files.record.resolve()}:
+        raise RegisterError(_("{file}: the split of \"{name}\" would write its parts over the source itself; "
+                              "choose another --name", file=path, name=name))
     _check_names(read_dataset_info(ddir), name, path, files, ddir, force)
     if not force:
         check_writable(files)

@@ -112,6 +112,33 @@ def plan_export(ws: Workspace, run_ref: str | None = None, *, name: str | None =
                       trust_remote_code=facts.trust_remote_code, warnings=warnings)
 
 
+def export_record_path(ws: Workspace, export_dir: str | Path) -> Path:
+    """.devtune/exports/<name>/export.json: the plan an export was made with (its source run, base model,
+    adapter, template). It is what `check-export` and the Merge step's F6 check the folder against: the
+    newest run, or another run resumed since, is not where it came from."""
+    return ws.state_dir / "exports" / Path(export_dir).name / "export.json"
+
+
+def save_export_record(ws: Workspace, plan: ExportPlan) -> Path:
+    from dataclasses import asdict
+
+    record = {k: v for k, v in asdict(plan).items() if k != "warnings"}
+    return write_atomic(export_record_path(ws, plan.export_dir), json.dumps(record, indent=2) + "\n")
+
+
+def load_export_record(ws: Workspace, export_dir: str | Path) -> ExportPlan | None:
+    """The plan recorded when the export into `export_dir` started (None: none recorded, or unreadable)."""
+    from dataclasses import fields
+
+    try:
+        data = json.loads(export_record_path(ws, export_dir).read_text(encoding="utf-8"))
+        known = {f.name for f in fields(ExportPlan)} - {"warnings"}
+        plan = ExportPlan(**{k: v for k, v in data.items() if k in known})
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+    return plan if plan.export_dir and ws.abs(plan.export_dir).resolve() == ws.abs(export_dir).resolve() else None
+
+
 def train_runs(ws: Workspace) -> list[RunRecord]:
     """Training runs, newest first (what the Merge step offers)."""
     return [r for r in list_runs(ws) if r.kind == "train"]
@@ -215,6 +242,7 @@ def start_export(ws: Workspace, plan: ExportPlan, *, force: bool = False, config
     if existing:
         _clear_weights(ws.abs(plan.export_dir))
     write_merge_yaml(ws, plan, path=config, force=force)
+    save_export_record(ws, plan)
     return start_run(ws, [llamafactory_cli(), "export", config], env=lf_env(ws),
                      label=f"export-{Path(plan.export_dir).name}"[:40], config=config,
                      output_dir=plan.export_dir, kind="export")

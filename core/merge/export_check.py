@@ -366,15 +366,22 @@ def model_folder_problem(ws: Workspace, export_dir: str | Path) -> str | None:
 
 def check_for_run(ws: Workspace, export_dir: str | Path, run_id: str | None = None, *, numeric: bool = True,
                   progress: Callable[[str], None] | None = None) -> ExportReport:
-    """Check an export against the run it came from (the newest training run when none is given).
-    Raises ExportError when the folder is no model folder (unreadable input, whatever the run)."""
-    from core.merge.export import ExportError, plan_export
+    """Check an export against the run it came from: `run_id` when given, else the plan recorded when the
+    export started (core.merge.export.load_export_record), else the run its last check named, else the run
+    named like the folder, else the newest training run. Raises ExportError when the folder is no model
+    folder (unreadable input, whatever the run)."""
+    from core.merge.export import ExportError, load_export_record, plan_export
     from core.train.runs import list_runs
 
     problem = model_folder_problem(ws, export_dir)
     if problem:
         raise ExportError(problem)
 
+    recorded = load_export_record(ws, export_dir) if run_id is None else None
+    if recorded is not None:
+        return check_export(ws, export_dir, template=recorded.template, base_model=recorded.base_model,
+                            adapter=recorded.adapter, run_id=recorded.run_id or None, numeric=numeric,
+                            progress=progress)
     if run_id is None:
         previous = load_report(ws, export_dir)
         known = {r.id for r in list_runs(ws) if r.kind == "train"}

@@ -298,7 +298,7 @@ def _training_rules() -> list[Rule]:
              _("The Slurm job reached its time limit"),
              _("Slurm ended the job when its --time ran out; the run stopped wherever it was, and what it trained "
                "since the last checkpoint is lost."),
-             _("devtune resume RUN submits it again from the last checkpoint; give it more time (config init "
+             _("devtune resume RUN submits it again from the last checkpoint; give it more time (config edit "
                "--time, or the Config form's Slurm time limit) and a smaller save_steps, so less is redone."),
              ("devtune resume RUN", "sacct -j JOB --format=JobID,State,Elapsed,Timelimit"), weight=96),
         Rule("slurm-preempted", (r"CANCELLED AT \S+ DUE TO PREEMPTION", r"JOB \d+ ON \S+ PREEMPTED"),

@@ -19,7 +19,7 @@ import os
 import sys
 from pathlib import Path
 
-from core.errors import BadInput
+from core.errors import BadInput, Refused
 from core.i18n import _
 from core.setup.torch_build import detect_hardware
 from core.files.atomic import write_atomic
@@ -29,6 +29,31 @@ from core.workspace.layout import Workspace
 
 class LaunchError(BadInput):
     pass
+
+
+class ConfigHasErrors(Refused):
+    """The config's own check reports errors: it is not trained unless the person overrides that
+    (`devtune train --force`, the Train step's confirmation). `question` is what the wizard asks."""
+
+    def __init__(self, path: str, errors: list) -> None:
+        from core.data.wording import counted
+
+        self.path, self.errors = path, list(errors)
+        listed = "\n".join(f"  - {f.message}" + (f" → {f.fix}" if f.fix else "") for f in self.errors)
+        self.listed = listed
+        self.question = _("{path} has {errors}:\n{listed}\nTrain it anyway? It will most likely fail.", path=path,
+                          errors=counted("error", len(self.errors)), listed=listed)
+        super().__init__(_("{path} has {errors}, so it is not trained:\n{listed}\nfix the config (step 3, Config; "
+                           "devtune config check says the same), or train it anyway: devtune train --force (the Train "
+                           "step asks first)", path=path,
+                           errors=counted("error", len(self.errors)), listed=listed))
+
+
+def config_errors(ws: Workspace, spec, path: str) -> list:
+    """The errors of the config's own check (core.config.files.preview: devtune's rules, no LLaMA-Factory)."""
+    from core.config.files import preview
+
+    return preview(ws, spec, path).errors
 
 
 def venv_bin() -> Path:
@@ -114,8 +139,10 @@ def snapshot_config(ws: Workspace, spec, source: str, directory: Path, output_di
     return ws.rel(copy)
 
 
-def launch_training(ws: Workspace, config_path: str | None = None, *, say=None) -> RunRecord:
+def launch_training(ws: Workspace, config_path: str | None = None, *, say=None, force: bool = False) -> RunRecord:
     """Start the training run for `config_path` (default: the wizard's config) and return at once.
+
+    A config whose check reports errors is refused (ConfigHasErrors) unless `force`: the person overrode it.
 
     The run gets an output_dir of its own (core.train.launch.own_output_dir): it never writes into another
     run's folder, so it never resumes a checkpoint it was not asked to (that is `devtune resume`)."""
@@ -131,6 +158,11 @@ def launch_training(ws: Workspace, config_path: str | None = None, *, say=None) 
         raise LaunchError(_("cannot read the training config {path}: {error}", path=rel, error=str(exc))) from exc
     if not spec.output_dir:
         raise LaunchError(_("{path} has no output_dir; set one (e.g. saves/my-run)", path=rel))
+    say(_("training {path}", path=rel) if config_path else _("training {path} (the workspace's config)", path=rel))
+    if not force:
+        errors = config_errors(ws, spec, rel)
+        if errors:
+            raise ConfigHasErrors(rel, errors)
     output_dir, why = own_output_dir(ws, spec.output_dir)
     if why:
         from core.config.resume_point import last_checkpoint_of

@@ -214,7 +214,7 @@ def test_register_with_holdout_writes_both_parts_and_registers_n_and_n_eval(work
     result = register_with_holdout(support, "support", workspace.data_dir, Holdout.parse("0.2"),
                                    ws_root=workspace.root)
     assert file_sha256(support) == before  # the source is never changed
-    files = split_files(support)
+    files = split_files(support, "support")
     assert files.train.name == "support.train.jsonl" and files.heldout.name == "support.heldout.jsonl"
     train, held, whole = read_rows(files.train), read_rows(files.heldout), read_rows(support)
     assert len(train) + len(held) == len(whole) == 29
@@ -266,7 +266,7 @@ def test_refusals_keep_everything_as_it_was(workspace, support):
     with pytest.raises(RegisterRefused, match="support_eval.* already registered for someone_elses.jsonl"):
         register_with_holdout(support, "support", workspace.data_dir, Holdout.parse("0.1"))
     info.write_text("{}")
-    mine = split_files(support).heldout
+    mine = split_files(support, "support").heldout
     mine.write_text('{"instruction": "mine", "input": "", "output": "keep me"}\n')
     with pytest.raises(RegisterRefused, match="not the part devtune wrote"):
         register_with_holdout(support, "support", workspace.data_dir, Holdout.parse("0.1"))
@@ -274,7 +274,7 @@ def test_refusals_keep_everything_as_it_was(workspace, support):
     messy = workspace.data_dir / "support_messy.jsonl"
     with pytest.raises(RegisterRefused, match="lint error"):
         register_with_holdout(messy, "messy", workspace.data_dir, Holdout.parse("0.1"))
-    assert not split_files(messy).train.exists()
+    assert not split_files(messy, "messy").train.exists()
 
 
 def test_a_json_array_splits_into_json_lines_rows(workspace):

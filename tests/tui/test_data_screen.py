@@ -207,12 +207,12 @@ async def test_register_with_a_held_out_share_previews_the_split_then_writes_it(
         actions.query_one("#register-holdout", Input).value = "0.2"
         await pilot.press("g")  # preview: the split, nothing written
         await wait_until(pilot, lambda: "23 rows to train, 6 held out of 29" in result())
-        assert "Preview" in result() and not (ws.data_dir / "support_clean.train.jsonl").exists()
+        assert "Preview" in result() and not (ws.data_dir / "support.train.jsonl").exists()
         actions.query_one("#register-write", Button).press()
         await wait_until(pilot, lambda: "Registered" in result())
         info = json.loads((ws.data_dir / "dataset_info.json").read_text())
-        assert info["support"] == {"file_name": "support_clean.train.jsonl"}
-        assert info["support_eval"] == {"file_name": "support_clean.heldout.jsonl"}
+        assert info["support"] == {"file_name": "support.train.jsonl"}
+        assert info["support_eval"] == {"file_name": "support.heldout.jsonl"}
         await wait_until(pilot, lambda: app.state.dataset_name == "support")
         actions.query_one("#register-holdout", Input).value = "0.9"
         await pilot.press("g")

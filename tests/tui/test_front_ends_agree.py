@@ -82,7 +82,8 @@ async def test_a_registered_dataset_is_the_one_the_config_trains_from_either_fro
 @pytest.mark.parametrize("method", ["lora", "full"])
 async def test_leaving_qlora_drops_the_4_bit_setting_either_front_end(tmp_path, capsys, method):
     cli_ws, tui_ws = seeded(tmp_path / "cli"), seeded(tmp_path / "tui")
-    assert main(["-w", str(cli_ws.root), "config", "init", "--preset", "qlora-70b", "--method", method]) == 0
+    # written, with errors (a 70B model does not fit, no dataset registered): exit 1, as the issue 29 asks
+    assert main(["-w", str(cli_ws.root), "config", "init", "--preset", "qlora-70b", "--method", method]) == 1
     capsys.readouterr()
     cli_yaml = (cli_ws.configs_dir / "train.yaml").read_text(encoding="utf-8")
 
