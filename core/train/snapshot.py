@@ -103,6 +103,8 @@ class RunSnapshot:
         parts = [_("step {step}/{total}{share}", step=self.step, total=self.total or "?", share=share)]
         if self.loss is not None:
             parts.append(_("loss {loss:.4f}", loss=self.loss))
+        if self.eval_loss is not None:
+            parts.append(_("eval loss {loss:.4f}", loss=self.eval_loss))
         if self.lr is not None:
             parts.append(_("lr {lr:.2e}", lr=self.lr))
         if self.steps_per_s is not None:
@@ -112,7 +114,7 @@ class RunSnapshot:
         if self.tokens_per_s is not None and not self.speed.rate.estimated:
             parts.append(_("{rate:.0f} tokens/s", rate=self.tokens_per_s))
         parts.append(_("elapsed {elapsed}", elapsed=format_duration(self.elapsed_s)))
-        if self.active:
+        if self.active and self.record.stop_requested is None:  # a run being stopped waits for no last step
             parts.append(_("ETA {eta}", eta=format_duration(self.eta_s)))
         extra = self.speed.text() if self.speed is not None else ""
         return "  ".join(parts) + (f"  {extra}" if extra else "")
@@ -188,7 +190,7 @@ class RunSnapshot:
 def snapshot_of(record: RunRecord, progress: ProgressSnapshot, speed: Throughput | None, *, stall=None,
                 gpus=(), gpu_status: dict | None = None, diagnoses=()) -> RunSnapshot:
     """The one place a run's view is made from its record, its metrics' progress and its speed."""
-    if record.active:
+    if record.active and record.stop_requested is None:
         eta = progress.eta_s
     else:  # an ended run waits for nothing: done, or never
         eta = 0.0 if progress.eta_s == 0 else None

@@ -59,3 +59,20 @@ def test_a_failed_runs_note_does_not_say_failed_again(workspace):
     record = RunRecord(id="r1", argv=["x"], cwd=str(workspace.root), status=RunStatus.FAILED, exit_code=1)
     line = f"{status_label(record.status)}: {ending_note(record)}"
     assert "failed: failed" not in line and "exit" in line
+
+
+def _line(workspace, *, stop_requested=None, eval_loss=None) -> str:
+    from core.train.metrics import ProgressSnapshot
+    from core.train.runs import RunRecord, RunStatus
+    from core.train.snapshot import snapshot_of
+
+    record = RunRecord(id="r2", argv=["x"], cwd=str(workspace.root), status=RunStatus.RUNNING,
+                       stop_requested=stop_requested)
+    progress = ProgressSnapshot(step=40, total=640, loss=1.5, eval_loss=eval_loss, elapsed_s=30.0, eta_s=450.0)
+    return snapshot_of(record, progress, None).progress_line()
+
+
+def test_a_run_being_stopped_shows_no_eta_and_the_eval_loss_is_said(workspace):
+    assert "ETA 0:07:30" in _line(workspace)
+    assert "ETA" not in _line(workspace, stop_requested=1.0)
+    assert "eval loss 1.6250" in _line(workspace, eval_loss=1.625)
