@@ -40,9 +40,10 @@ class MergeScreen(StepScreen):
                  "weights, tokenizer, and that its chat template is the one training used. F5 merges, F6 checks.")
 
     def compose_body(self) -> ComposeResult:
-        with Horizontal(id="merge-form"):
+        with Horizontal(id="merge-form"):  # the run on a row of its own: a run id and its state, unwrapped
             yield titled(TitledSelect([], prompt=_("none yet"), id="merge-run", allow_blank=True), _("training run"))
             yield titled(Input(placeholder=_("default: run id"), id="merge-name"), _("export name"))
+        with Horizontal(id="merge-options"):
             yield titled(Input("5", placeholder="GB", id="merge-size", type="integer"), _("shard GB"))
             yield Select([(_("device: cpu"), "cpu"), (_("device: auto"), "auto")], value="cpu", allow_blank=False,
                          id="merge-device")

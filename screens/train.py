@@ -21,6 +21,7 @@ from screens.base import Job, StepScreen, step_binding
 from tui.widgets.diagnosis_box import DiagnosisBox
 from tui.widgets.gpu_panel import GpuPanel
 from tui.widgets.loss_chart import LossChart
+from tui.widgets.step_guide import StepGuide
 from tui.widgets.titled import TitledSelect, titled
 from tui.widgets.train_stage_chart import StageChart
 
@@ -182,6 +183,7 @@ class TrainScreen(StepScreen):
         self.record = snap.record
         self.snapshot = snap
         self._show_progress(snap)
+        self._say_now(snap.record)
         chart = self.query_one(LossChart)
         if not u.record.active and chart.empty_text is None:
             chart.empty_text = _("no training step was logged in this run")
@@ -249,6 +251,14 @@ class TrainScreen(StepScreen):
                 panel.update_samples(tick, status.get("reason"))
         elif status.get("state") == "no-gpu" and not panel.no_gpu:
             panel.set_no_gpu(status.get("reason", ""))
+
+    def _say_now(self, record) -> None:
+        """The status line speaks of the shown run while it runs (a saved outcome is an older run's)."""
+        guide = self.query_one(StepGuide)
+        if record.active:
+            guide.show_now("running", _("run {id} is running", id=record.id))
+        elif guide.now is not None:
+            guide.show_now(None)
 
     def _record_outcome(self, u) -> None:
         status = u.record.status.value

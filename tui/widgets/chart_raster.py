@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from rich.cells import cell_len
+
 from core.i18n import _
 
 # bits of a braille cell: (x in 0..1, y in 0..3)
@@ -229,28 +231,37 @@ class ChartRaster:
         return rows
 
     def _legend(self, w: int) -> list[tuple[str, str]]:
+        """The legend in `w` cells: each series' entry in full when all fit, else in short (no "lowest at"
+        detail, no "right axis"), else the entries that fit by rank: loss, eval loss, smoothed, lr, resumes."""
         d = self.data
-        parts: list[tuple[str, str]] = []
         if d.empty:
             return [(self.empty_text or _("waiting for the first logged step"), "axis")]
+        entries: list[tuple[int, str, str, str]] = []  # (rank, full, short, layer)
         if d.loss[1]:
-            parts.append((f"━ {_('loss')} {_fmt(d.loss[1][-1])}  ", "raw"))
+            text = f"━ {_('loss')} {_fmt(d.loss[1][-1])}  "
+            entries.append((0, text, text, "raw"))
         if d.smoothed[1]:
-            parts.append((f"━ {_('smoothed')} {_fmt(d.smoothed[1][-1])}  ", "smooth"))
+            text = f"━ {_('smoothed')} {_fmt(d.smoothed[1][-1])}  "
+            entries.append((2, text, text, "smooth"))
         if d.eval_loss[1]:
-            parts.append((f"━ {_('eval loss')} {_fmt(d.eval_loss[1][-1])}{_lowest(d.eval_loss)}  ", "eval"))
+            short = f"━ {_('eval loss')} {_fmt(d.eval_loss[1][-1])}"
+            entries.append((1, f"{short}{_lowest(d.eval_loss)}  ", short + "  ", "eval"))
         if d.lr[1]:
-            parts.append((f"━ {_('learning rate')} {_fmt(d.lr[1][-1])} ({_('right axis')})  ", "lr"))
+            short = f"━ {_('lr')} {_fmt(d.lr[1][-1])}"
+            entries.append((3, f"━ {_('learning rate')} {_fmt(d.lr[1][-1])} ({_('right axis')})  ", short + "  ", "lr"))
         if d.resumes:
-            parts.append((f"┊ {_('resumed at step {steps}', steps=', '.join(_step(s) for s in d.resumes))}",
-                          "resume"))
-        out, used = [], 0
-        for text, layer in parts:
-            if used + len(text) > w:
-                break
-            out.append((text, layer))
-            used += len(text)
-        return out
+            text = f"┊ {_('resumed at step {steps}', steps=', '.join(_step(s) for s in d.resumes))}"
+            entries.append((4, text, text, "resume"))
+        for form in (1, 2):
+            parts = [(e[form], e[3]) for e in entries]
+            if sum(cell_len(t) for t, _layer in parts) <= w:
+                return parts
+        kept, used = set(), 0
+        for rank, _full, short, _layer in sorted(entries):
+            if used + cell_len(short) <= w:
+                kept.add(rank)
+                used += cell_len(short)
+        return [(short, layer) for rank, _full, short, layer in entries if rank in kept]
 
 
 def _lowest(points: Points) -> str:

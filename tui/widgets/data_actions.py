@@ -37,6 +37,7 @@ class DataActions(VerticalScroll):
     }
     DataActions Input {
         width: 1fr;
+        min-width: 24;
     }
     DataActions Select {
         width: 22;
@@ -80,9 +81,10 @@ class DataActions(VerticalScroll):
         yield Static(_("Fix into a new file (the safe fixes; tick the box for the others)"), classes="actions-title")
         with Horizontal():
             yield titled(Input(placeholder=_("output file"), id="fix-output"), _("fixed file"))
-            yield Checkbox(_("also apply fixes that need a confirmation"), id="fix-yes")
             yield Button(_("Preview"), id="fix-preview")
             yield Button(_("Write"), id="fix-write", variant="primary")
+        # on a line of its own: beside the file's name it left that name 6 columns at 120
+        yield Checkbox(_("also apply fixes that need a confirmation"), id="fix-yes")
         yield Static(_("Convert to alpaca JSON Lines (chat logs, Q&A text, CSV, sharegpt, messages)"),
                      classes="actions-title")
         with Horizontal():

@@ -1,7 +1,12 @@
 """StepGuide: one line under the step bar that says what this step found and what to do next.
 
 Hidden until the step has an outcome; then "✓ <what it produced> → next: ] <next step>: <what it is
-for>", or "! <what needs attention>". It reads the wizard state; it parses nothing."""
+for>", or "! <what needs attention>". It reads the wizard state; it parses nothing.
+
+What the step shows now comes first: a screen that has something current to say (the open file's lint
+errors, the run that is going) says it with `show_now(status, text)` and takes it back with `show_now(None)`;
+the saved step record is shown otherwise. This widget is the one place that decides the line, so a saved
+summary about another file or an older run never stands above what is on the screen."""
 
 from __future__ import annotations
 
@@ -26,6 +31,12 @@ class StepGuide(Static):
     def __init__(self, step_id: str, **kwargs) -> None:
         super().__init__("", **kwargs)
         self.step_id = step_id
+        self.now: tuple[str, str] | None = None  # (attention | running | done, text) of what is on screen
+
+    def show_now(self, status: str | None, text: str = "") -> None:
+        """Say what the step shows now (None: back to the saved record)."""
+        self.now = None if status is None else (status, text)
+        self.refresh_guide()
 
     def on_mount(self) -> None:
         self.refresh_guide()
@@ -33,6 +44,12 @@ class StepGuide(Static):
     def refresh_guide(self) -> None:
         state = getattr(self.app, "state", None)
         if state is None:
+            return
+        if self.now is not None:
+            status, text = self.now
+            mark, style = {"attention": ("! ", "$warning"), "done": ("✓ ", "$success")}.get(status, ("… ", "$accent"))
+            self.update(Content.styled(mark + text, style))
+            self.add_class("-visible")
             return
         record = state.step(self.step_id)
         status = record.status.value
