@@ -378,8 +378,10 @@ class DataScreen(SynthHandlers, StepScreen):
         if event.write and event.action == "fix" and event.yes:
             from tui.widgets.confirm import ConfirmScreen
 
-            question = _("Also apply the fixes that need a confirmation (transcode, rename keys, numbers to text, "
-                         "drop empty outputs, mask personal data) and write {out}?", out=event.output)
+            from core.data.fix import confirmed_fixes
+
+            question = _("Also apply the fixes that need a confirmation ({fixes}) and write {out}?",
+                         fixes=confirmed_fixes(), out=event.output)
             self.app.push_screen(ConfirmScreen(question), lambda ok: self._act(event, path) if ok else None)
             return
         self._act(event, path)

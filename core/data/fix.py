@@ -39,6 +39,13 @@ from core.i18n import _, _n
 _PII_OR_MOJIBAKE = re.compile("[0-9@\u00c3\u00c2\u00e2]")
 
 
+def confirmed_fixes() -> str:
+    """What a confirmation (`--yes`, the Data step's box) adds to the safe fixes, in words: the one list both
+    front-ends say."""
+    return _("transcode, rename keys, numbers to text, drop empty outputs and exact duplicates, mask personal "
+             "data (not the workspace's kept contacts)")
+
+
 class FixRefused(BadInput):
     """The fix cannot run as asked (same file, output exists, not a JSON dataset); the message says why."""
 
@@ -85,11 +92,11 @@ class FixReport:
             out.append(_("  fixed    {rule}: {rows}", rule=rule, rows=counted("row", n)))
         for reason, n in self.reasons.most_common():
             out.append(_("  rejected {n}: {reason}", n=n, reason=reason))
-        if self.pending:
-            out.append(_("  not applied without --yes (rows moved to the rejects file): {what}",
+        if self.pending:  # said for both front-ends: --yes, or the Data step's confirmation box
+            out.append(_("  not applied without confirmation (rows moved to the rejects file): {what}",
                          what=", ".join(f"{rule} ({n})" for rule, n in sorted(self.pending.items()))))
         if self.kept_unfixed:
-            out.append(_("  not applied without --yes (rows written without the fix): {what}",
+            out.append(_("  not applied without confirmation (rows written without the fix): {what}",
                          what=", ".join(f"{rule} ({n})" for rule, n in sorted(self.kept_unfixed.items()))))
         return out
 
@@ -237,7 +244,7 @@ class _RowFixer:
             if not self.yes:
                 self.r.pending["encoding"] += 1
                 self.r.rows_in += 1
-                w.reject(rec.line, _("not UTF-8 ({how}); run fix with --yes to transcode", how=how), "encoding", raw)
+                w.reject(rec.line, _("not UTF-8 ({how}); transcoding needs a confirmation", how=how), "encoding", raw)
                 return
             rules.append("encoding")
         try:
@@ -261,7 +268,7 @@ class _RowFixer:
             for rule in rules:
                 self.r.pending[rule] += 1
             for _v in values:
-                w.reject(rec.line, _("needs --yes: {rules}", rules=", ".join(dict.fromkeys(rules))), rules[0], raw)
+                w.reject(rec.line, _("needs a confirmation: {rules}", rules=", ".join(dict.fromkeys(rules))), rules[0], raw)
             if rest_reason:
                 w.reject(rec.line, rest_reason, "truncated", raw)
             return
@@ -320,7 +327,7 @@ class _RowFixer:
             for rule in names:
                 self.r.pending[rule] += 1
             rules += names
-            return _("needs --yes: {rules}", rules=", ".join(names))
+            return _("needs a confirmation: {rules}", rules=", ".join(names))
         rules += [f.rule for f in findings if f.fix in (SAFE, CONFIRM) and f.rule != "whitespace"]
         if not self.canonical:
             row = {k: v if k in self.verbatim else self._clean_strings(v, rules) for k, v in value.items()}
