@@ -30,12 +30,14 @@ from core.doctor.lf_requirements import (
     declared_ranges,
     install_spec,
     mismatch,
+    stated_exception,
 )
 from core.doctor.model import FAIL, OK, WARN
 from core.doctor.registry import get_verdict
 from core.doctor.scripts import PACKAGES_PROBE, parse_probe_lines
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "doctor"
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures" / "doctor"
 LF = FIXTURES / "lf_requirements"
 MACHINES = FIXTURES / "machines"
 
@@ -189,13 +191,32 @@ def test_a_library_only_the_metadata_names_may_be_absent():
 
 
 def test_deepspeed_outside_requirements_txt_warns_with_its_source():
-    ev = with_packages(machine(), versions={"deepspeed": "0.19.8"})
+    ev = with_packages(machine(), versions={"deepspeed": "0.19.7"})
     check = judge(ev, "libraries.deepspeed")
     assert check.status == WARN
-    assert "deepspeed 0.19.8 is outside >=0.10.0,<=0.18.4" in check.evidence
+    assert "deepspeed 0.19.7 is outside >=0.10.0,<=0.18.4" in check.evidence
     assert "requirements/deepspeed.txt" in check.evidence
     req = pip_requirements(check.fix)["deepspeed"]
-    assert not req.specifier.contains("0.19.8") and req.specifier.contains("0.18.4")
+    assert req.specifier.contains("0.19.8")  # devtune's pin: the stated exception below
+
+
+def test_devtunes_stated_deepspeed_exception_is_said_as_such():
+    from core.doctor.lf_requirements import STATED_EXCEPTIONS
+
+    ev = with_packages(machine(), versions={"deepspeed": "0.19.8"})
+    check = judge(ev, "libraries.deepspeed")
+    assert check.status == OK, check.evidence
+    assert "<=0.18.4 on purpose" in check.evidence and "ds_grads_remaining" in check.evidence
+    assert "tests/e2e/test_train_zero3.py" in check.evidence
+    (exc,) = [e for e in STATED_EXCEPTIONS if e.package == "deepspeed"]
+    assert (ROOT / exc.proof).is_file()
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert f'"deepspeed=={exc.version}"' in pyproject and "ds_grads_remaining" in pyproject
+    assert "ds_grads_remaining" in (ROOT / "README.md").read_text()
+    # a runtime range (LLaMA-Factory refuses to start outside it) can never be left on purpose
+    runtime = [d for d in declared_ranges({"runtime": [{"requirement": "deepspeed<=0.18.4", "where": "x:1 f"}]})
+               if d.package == "deepspeed"]
+    assert runtime and stated_exception("deepspeed", exc.version, tuple(runtime)) is None
 
 
 def test_bitsandbytes_below_lf_range_fails_on_nvidia():
@@ -286,4 +307,5 @@ def test_the_real_probe_on_this_venv_reads_lf_and_the_installed_stack_passes():
         assert check.status == OK, f"{check_id}: {check.evidence}"
     have = data["versions"]
     declared = declared_ranges(lf, data["python"])
-    assert mismatch("deepspeed", have, declared) is None, mismatch("deepspeed", have, declared).describe()
+    outside = mismatch("deepspeed", have, declared)  # inside its ranges, or the exception devtune states
+    assert outside is None or stated_exception("deepspeed", have["deepspeed"], outside.ranges), outside.describe()

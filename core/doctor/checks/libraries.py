@@ -17,6 +17,7 @@ from core.doctor.lf_requirements import (
     declared_ranges,
     install_spec,
     mismatch,
+    stated_exception,
 )
 from core.doctor.parse_tools import parse_ds_report, parse_version, strip_ansi
 from core.doctor.verdict import Judgement, fail, ok, skip, verdict, warn
@@ -226,6 +227,9 @@ def judge_deepspeed(ev: Evidence) -> Judgement:
         hip = "\nexport PATH=/opt/rocm/bin:$PATH   # " + _("hipcc must be on PATH") if f.kind == "rocm" else ""
         return fail(seen + ". " + _("{op} cannot be built here ([NO] in ds_report)", op=key_op),
                     f"{pip(ev)} install -U deepspeed" + hip, "deepspeedai/DeepSpeed#4889, #6600")
+    if outside is not None and (stated := stated_exception("deepspeed", version, outside.ranges)) is not None:
+        return ok(seen + ". " + _("outside LLaMA-Factory's {range} on purpose: {why}; devtune's path is proved by "
+                                  "{proof}", range=stated.leaves, why=stated.why(), proof=stated.proof), "")
     if outside is not None:
         return warn(seen + ". " + outside.describe() + ". " + _("LLaMA-Factory does not check this range at "
                                                                 "start: it is what it was released and tested with"),
