@@ -1,17 +1,15 @@
 """StepScreen: what every step screen shares — the stepper, a title line that says what the step
-needs, a footer with the keys, the workspace and state — and the one way to work in the background.
+needs, a footer with the keys, the workspace and state — and the background API (tui/widgets/background.py's
+BackgroundWork, which any widget of a step can use as well).
 
-Background work: `run_background(fn, *args, ...)` runs `fn(job, *args)` off the event loop (a thread, or
-the loop itself for an `async def`), and what it produces comes back as a Message handled here, on the
-event loop: `progress(value)` for each `job.report(value)`, `done(result)` when it returns. A devtune
-error it raises (core/errors.py's DevtuneError, or a screen's own UserError: a problem the person can fix,
-saying which file or field and what to do) lands in the step's
-error box and marks the step; any other exception is shown as "<what> failed: <kind>: <error>" — never a
-crash. A function in the background never touches a widget: it gets plain values and returns plain values.
-
-Polling: `poll(fetch, *args, every=...)` calls `fetch(job, *args)` at a human rate (about once a second,
-never faster than HUMAN_RATE) and hands each value to `each(value)` on the event loop, until `until(value)`
-holds; `job.report_soon(item)` batches fast output (log lines, streamed text) to at most 4 updates a second.
+Background work: `run_background(fn, *args, ...)` runs `fn(job, *args)` off the event loop, and what it hands
+back comes home on the event loop: `done(result)` (a dataclass), `progress(item)` for each typed progress item
+(`job.report(item)`, coalesced by its kind's declared rule), `failed(error)` for a devtune error. A devtune error
+(core/errors.py's DevtuneError, or a screen's own UserError: a problem the person can fix, saying which file or
+field and what to do) raised by the step's work or by any of its widgets' lands in the step's error box and
+marks the step; any other exception is shown as "<what> failed: <kind>: <error>" — never a crash. A function in
+the background never touches a widget: it gets plain values and returns plain values. `poll(fetch, ...)` calls
+`fetch` at a human rate (never faster than HUMAN_RATE) until `until(value)` holds.
 
 Keys: one key map for the whole wizard (`STEP_KEYS`): the same key does the same kind of thing on every
 step. `step_binding(...)` makes a step's binding for one of those kinds.
@@ -19,26 +17,21 @@ step. `step_binding(...)` makes a step's binding for one of those kinds.
 
 from __future__ import annotations
 
-import inspect
-import threading
-import time
-from dataclasses import dataclass
-from typing import Any, Callable
-
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
-from textual.worker import Worker, WorkerState, get_current_worker
+from textual.worker import Worker
 
 from core.errors import BadInput, DevtuneError
 from core.i18n import _
+from tui.widgets.background import HUMAN_RATE, BackgroundWork, Coalesce, Job, Progress
 from tui.widgets.step_guide import StepGuide
 from tui.widgets.stepper import Stepper
 
-HUMAN_RATE = 0.25  # seconds: fast output reaches the screen at most 4 times a second
+__all__ = ["HUMAN_RATE", "STEP_KEYS", "Coalesce", "Job", "Progress", "StepScreen", "UserError", "key_map_rows",
+           "step_binding"]
 
 # The wizard's key map: kind -> (key, what that kind of key does on every step).
 STEP_KEYS: dict[str, tuple[str, str]] = {
@@ -76,72 +69,9 @@ class UserError(BadInput):
     the background lands in the step's error box the same way."""
 
 
-class Job:
-    """What a function in the background gets: report progress, see whether it was cancelled, wait."""
-
-    def __init__(self, screen: StepScreen, description: str) -> None:
-        self.screen = screen
-        self.description = description
-        self.worker: Worker | None = None
-        self.on_progress: Callable[[Any], None] | None = None
-        self.on_done: Callable[[Any], None] | None = None
-        self.on_failed: Callable[[DevtuneError], None] | None = None
-        self._batch: list = []
-        self._batch_sent = 0.0
-        self._lock = threading.Lock()
-
-    @property
-    def cancelled(self) -> bool:
-        return self.worker is not None and self.worker.is_cancelled
-
-    def report(self, value: Any) -> None:
-        """Hand `value` to the screen's progress callback (on the event loop). Safe from any thread."""
-        self.screen.post_message(StepScreen.WorkProgress(self, value))
-
-    def report_soon(self, item: Any) -> None:
-        """Queue `item`; the queue goes to the progress callback as a list, at most every HUMAN_RATE s."""
-        with self._lock:
-            self._batch.append(item)
-            due = time.monotonic() - self._batch_sent >= HUMAN_RATE
-        if due:
-            self.flush()
-
-    def flush(self) -> None:
-        with self._lock:
-            batch, self._batch = self._batch, []
-            self._batch_sent = time.monotonic()
-        if batch:
-            self.report(batch)
-
-    def wait(self, seconds: float) -> bool:
-        """Sleep up to `seconds` in a thread; False as soon as the job is cancelled."""
-        deadline = time.monotonic() + seconds
-        while not self.cancelled:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return True
-            time.sleep(min(0.1, left))
-        return False
-
-
-class StepScreen(Screen):
+class StepScreen(BackgroundWork, Screen):
     STEP_ID: str = ""
     INTRO: str = ""  # what the step needs and what to do, shown under the stepper
-
-    @dataclass
-    class WorkProgress(Message):
-        job: Job
-        value: Any
-
-    @dataclass
-    class WorkDone(Message):
-        job: Job
-        result: Any
-
-    @dataclass
-    class WorkFailed(Message):
-        job: Job
-        error: DevtuneError
 
     @property
     def ws(self):
@@ -185,105 +115,18 @@ class StepScreen(Screen):
     def clear_error(self) -> None:
         self.query_one("#step-error", Static).remove_class("-visible")
 
-    # ---- background work -----------------------------------------------------------------------
-    def run_background(self, fn: Callable, *args, group: str, description: str,
-                       done: Callable[[Any], None] | None = None, progress: Callable[[Any], None] | None = None,
-                       failed: Callable[[DevtuneError], None] | None = None, exclusive: bool = True) -> Worker:
-        """Run `fn(job, *args)` off the event loop (an `async def` runs as an async worker on it).
-
-        `done(result)`, `progress(value)` and `failed(user_error)` are called on the event loop, and only
-        while the job is current: a job replaced by a newer one of its `group` (exclusive) is cancelled and
-        its late messages are dropped. A DevtuneError (a UserError, or any of core's) is shown in the error box
-        and marks the step after
-        `failed`; other exceptions are shown by `on_worker_state_changed`."""
-        job = Job(self, description)
-        job.on_done, job.on_progress, job.on_failed = done, progress, failed
-
-        if inspect.iscoroutinefunction(fn):
-            async def work():
-                job.worker = get_current_worker()
-                try:
-                    result = await fn(job, *args)
-                except DevtuneError as exc:
-                    job.flush()
-                    self.post_message(self.WorkFailed(job, exc))
-                    return None
-                job.flush()
-                self.post_message(self.WorkDone(job, result))
-                return result
-
-            return self.run_worker(work(), group=group, description=description, exclusive=exclusive,
-                                   exit_on_error=False)
-
-        def work_in_thread():
-            job.worker = get_current_worker()
-            try:
-                result = fn(job, *args)
-            except DevtuneError as exc:
-                job.flush()
-                self.post_message(self.WorkFailed(job, exc))
-                return None
-            job.flush()
-            self.post_message(self.WorkDone(job, result))
-            return result
-
-        return self.run_worker(work_in_thread, thread=True, group=group, description=description,
-                               exclusive=exclusive, exit_on_error=False)
-
-    def poll(self, fetch: Callable, *args, every: float | Callable[[Any], float], group: str, description: str,
-             each: Callable[[Any], None], until: Callable[[Any], bool] | None = None,
-             then: Callable[[Any], None] | None = None) -> Worker:
-        """Call `fetch(job, *args)` in a thread, then every `every` seconds (or `every(value)`: slower for a
-        finished run), handing each value to `each` on the event loop; stop when `until(value)` holds
-        (`then(value)` follows on the event loop) or the job is cancelled. `until` and `every` run in the
-        thread: they look at the value only."""
-
-        def loop(job: Job, *fetch_args):
-            while not job.cancelled:
-                value = fetch(job, *fetch_args)
-                job.flush()
-                job.report(value)
-                if until is not None and until(value):
-                    return value
-                if not job.wait(max(HUMAN_RATE, every(value) if callable(every) else every)):
-                    break
-            return None
-
-        def finished(value) -> None:
-            if value is not None and then is not None:
-                then(value)
-
-        return self.run_background(loop, *args, group=group, description=description, progress=each,
-                                   done=finished)
-
-    @staticmethod
-    def _current(job: Job) -> bool:
-        return job.worker is not None and not job.worker.is_cancelled
-
-    def on_step_screen_work_progress(self, message: WorkProgress) -> None:
-        message.stop()
-        if self._current(message.job) and message.job.on_progress is not None:
-            message.job.on_progress(message.value)
-
-    def on_step_screen_work_done(self, message: WorkDone) -> None:
-        message.stop()
-        if self._current(message.job) and message.job.on_done is not None:
-            message.job.on_done(message.result)
-
-    def on_step_screen_work_failed(self, message: WorkFailed) -> None:
-        message.stop()
-        if not self._current(message.job):
-            return
-        if message.job.on_failed is not None:
-            message.job.on_failed(message.error)
-        text = str(message.error)
-        self.show_error(text)
-        self.set_status("attention", text.splitlines()[0][:120] if text else message.job.description)
+    # ---- background work (BackgroundWork's errors, of this screen's work or any of its widgets') ----------
+    def show_background_error(self, failed: BackgroundWork.Failed) -> bool:
+        error = failed.error
+        if isinstance(error, DevtuneError):
+            text = str(error)
+            self.show_error(text)
+            self.set_status("attention", text.splitlines()[0][:120] if text else failed.what)
+            return True
+        what = failed.what or _("background work")
+        self.show_error(_("{what} failed: {kind}: {error}", what=what, kind=type(error).__name__, error=error))
+        self.app.notify(_("{what} failed: {error}", what=what, error=error), severity="error", timeout=8)
+        return True
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.state == WorkerState.ERROR:
-            error = event.worker.error
-            what = event.worker.description or event.worker.name or _("background work")
-            self.show_error(_("{what} failed: {kind}: {error}", what=what, kind=type(error).__name__, error=error))
-            self.app.notify(_("{what} failed: {error}", what=what, error=error), severity="error", timeout=8)
-
+        """A step's own reaction to a worker's end (its error is shown by `show_background_error`)."""

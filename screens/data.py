@@ -23,13 +23,12 @@ from textual.reactive import var
 from textual.widgets import Button, Select, Static, TabbedContent, TabPane
 
 from core.i18n import _, _n
-from screens.base import Job, StepScreen, step_binding
-from screens.data_synth import SynthHandlers
+from screens.base import Coalesce, Job, Progress, StepScreen, step_binding
+from screens.data_synth import DocumentsPane
 from tui.widgets.data_actions import DataActions
 from tui.widgets.data_file_tree import DataFileTree
 from tui.widgets.data_findings import DataFindings
 from tui.widgets.data_histogram import DataHistogram
-from tui.widgets.data_synth import DataSynth
 from tui.widgets.row_pager import RowPager
 from tui.widgets.step_guide import StepGuide
 from tui.widgets.titled import TitledSelect, titled
@@ -39,7 +38,7 @@ FIRST_PAGE = 60  # rows shown at once on opening; paging reads the rest through 
 TEMPLATES = ("llama3", "qwen", "qwen3_nothink", "chatml", "alpaca", "default", "empty")
 
 
-class DataScreen(SynthHandlers, StepScreen):
+class DataScreen(StepScreen):
     STEP_ID = "data"
     CSS_PATH = "../tui/styles/data.tcss"
     BINDINGS = [
@@ -79,6 +78,11 @@ class DataScreen(SynthHandlers, StepScreen):
         rows: list
         painted: threading.Event  # set after the first page is drawn: the index scan waits for it
 
+    @dataclass
+    class Indexing(Progress, coalesce=Coalesce.LATEST):
+        done: int
+        total: int
+
     @property
     def INTRO(self) -> str:  # noqa: N802 - StepScreen's attribute, translated when shown
         return _("Pick your data file (o). Lint it (F5 or l), then fix (f), convert (v) and register (g) it: every "
@@ -87,7 +91,6 @@ class DataScreen(SynthHandlers, StepScreen):
     def __init__(self) -> None:
         super().__init__()
         self._mark_before_lint: tuple[str, str] | None = None  # the step's mark that lint errors replaced
-        self._synth_init()
         self.preview = None
         self.opened_at = 0.0
         self.first_page_seconds: float | None = None
@@ -118,16 +121,31 @@ class DataScreen(SynthHandlers, StepScreen):
                 with TabPane(_("Fix & register"), id="tab-actions"):
                     yield DataActions(id="data-actions")
                 with TabPane(_("From documents"), id="tab-synth"):
-                    yield DataSynth(id="data-synth")
+                    yield DocumentsPane(id="data-synth")
+
+    # ---- from documents (screens/data_synth.py's pane does the work) ---------------------------------
+    def action_from_documents(self) -> None:
+        self.query_one("#data-tabs", TabbedContent).active = "tab-synth"
+        self.query_one("#synth-sources").focus()
+
+    def action_synth_stop(self) -> None:
+        self.query_one(DocumentsPane).stop()
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane is not None and event.pane.id == "tab-synth":
+            self.query_one(DocumentsPane).load_servers()
+
+    def on_documents_pane_written(self, message: DocumentsPane.Written) -> None:
+        self.query_one(DataFileTree).reload()
+        self.open_file(message.output)
 
     def on_screen_resume(self) -> None:
         super().on_screen_resume()
-        self._load_servers()  # a server started in another step shows in "From documents"
+        self.query_one(DocumentsPane).load_servers()  # a server started in another step shows in "From documents"
 
     def on_mount(self) -> None:
         template = self.state.settings.get("data.template", "llama3")
         self.template = template if template in TEMPLATES else "llama3"
-        self._load_servers()
         remembered = self.state.dataset_file
         if remembered and self.ws.abs(remembered).is_file():
             self.open_file(self.ws.abs(remembered))
@@ -162,14 +180,14 @@ class DataScreen(SynthHandlers, StepScreen):
         painted = threading.Event()
         job.report(DataScreen.Opened(preview, rows, painted))
         painted.wait(timeout=2.0)  # the index scan starts once the first page is on screen
-        preview.build(lambda done, total: job.report_soon((done, total)), cancelled=lambda: job.cancelled)
+        preview.build(lambda done, total: job.report(DataScreen.Indexing(done, total)), cancelled=lambda: job.cancelled)
         return path
 
     def _opening(self, value) -> None:
         if isinstance(value, DataScreen.Opened):
             self._show_first_page(value)
             return
-        done, total = value[-1]  # job.report_soon's batch: the latest counts
+        done, total = value.done, value.total  # Indexing: only the newest counts
         pager = self.query_one(RowPager)
         pager.refresh_title()
         pct = int(100 * done / total) if total else 100
@@ -196,7 +214,7 @@ class DataScreen(SynthHandlers, StepScreen):
             self.action_lint()
 
     def action_reload(self) -> None:
-        self._load_servers()
+        self.query_one(DocumentsPane).load_servers()
         self.query_one(DataFileTree).reload()
         if self.path is not None and self.path.is_file():
             self.open_file(self.path)
@@ -246,7 +264,7 @@ class DataScreen(SynthHandlers, StepScreen):
                             done=self._linted)
 
     @staticmethod
-    def _lint(job: Job, path: Path, ws) -> tuple[Path, object]:
+    def _lint(job: Job, path: Path, ws):
         from core.data.lint import LintOptions, lint_file
         from core.data.parallel_scan import jobs_for
         from core.data.register import refresh_summary
@@ -257,11 +275,10 @@ class DataScreen(SynthHandlers, StepScreen):
                            start_method="spawn")
         report = lint_file(path, opts)
         refresh_summary(report, path, ws.data_dir, ws.root)
-        return path, report
+        return report
 
-    def _linted(self, result: tuple[Path, object]) -> None:
-        path, report = result
-        if path == self.path:
+    def _linted(self, report) -> None:  # core.data.lint.LintReport, of the file it names
+        if Path(report.file) == self.path:
             self.report = report
 
     def watch_report(self, report) -> None:

@@ -1,8 +1,11 @@
-"""The Data step's "From documents" work (the handlers of tui/widgets/data_synth.py's view), mixed into
-DataScreen: documents read and chunked, pairs generated through a server (journaled, core/data/synth), reviewed
-pair by pair beside their source chunk — every decision saved beside the journal as it is made, and restored
-when the same documents are generated again — and written. Everything slow runs through the step base's
-background API; nothing here parses a file.
+"""The Data step's "From documents" pane: `DocumentsPane`, tui/widgets/data_synth.py's view with its own
+background work (tui/widgets/background.py): documents read and chunked, pairs generated through a server
+(journaled, core/data/synth's `generate_pairs`), reviewed pair by pair beside their source chunk — every decision
+saved beside the journal as it is made, and restored when the same documents are generated again — and written.
+What the work hands back is typed: the plan (`ChunkPlan`), the generation (`SynthOutcome`), the written files
+(`DatasetFiles`), the servers to ask (`ServerChoices`), and its progress as `SynthStarted` / `SynthCounted`
+items. The pane says what it wrote with `DocumentsPane.Written`; the step opens that file. Nothing here parses
+a file.
 """
 
 from __future__ import annotations
@@ -10,16 +13,45 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from textual.widgets import TabbedContent
+from textual.message import Message
 
 from core.data.synth.outcome import SynthOutcome, skipped_lines
 from core.i18n import _, _n
-from screens.base import Job, UserError
-from tui.widgets.data_file_tree import DataFileTree
+from screens.base import Coalesce, Job, Progress, StepScreen, UserError
+from tui.widgets.background import BackgroundWork
 from tui.widgets.data_synth import DataSynth, ReviewTable
 
-__all__ = ["SynthHandlers", "SynthOutcome", "SynthSettings", "synth_settings"]
+if TYPE_CHECKING:
+    from core.data.synth.dataset import DatasetFiles
+    from core.data.synth.generate import SynthProgress
+    from core.data.synth.pipeline import ChunkPlan
+
+__all__ = ["DocumentsPane", "ServerChoices", "SynthCounted", "SynthOutcome", "SynthSettings", "SynthStarted",
+           "synth_settings"]
+
+
+@dataclass
+class ServerChoices:
+    """The live servers a generation can ask, as (label, id), and the one the workspace uses."""
+
+    servers: list[tuple[str, str]]
+    active: str | None
+
+
+@dataclass
+class SynthStarted(Progress, coalesce=Coalesce.LATEST):
+    """The generation has its plan: the chunks it asks about."""
+
+    plan: ChunkPlan
+
+
+@dataclass
+class SynthCounted(Progress, coalesce=Coalesce.LATEST):
+    """The generation's counts so far: only the newest is shown."""
+
+    progress: SynthProgress
 
 
 @dataclass
@@ -52,38 +84,47 @@ def synth_settings(fields: dict[str, str]) -> SynthSettings:
     return SynthSettings(options, grounding)
 
 
-class SynthHandlers:
-    """DataScreen's "From documents" handlers (a mixin: DataScreen is the StepScreen that runs them)."""
+class DocumentsPane(BackgroundWork, DataSynth):
+    """The view, and the work behind it: what the person asks (`DataSynth.Requested`) runs here."""
 
-    synth: SynthOutcome | None = None  # the last generation: its chunks and candidate pairs
+    @dataclass
+    class Written(Message):
+        """The reviewed pairs were written to `output` (the step opens it)."""
 
-    def _synth_init(self) -> None:
-        self.synth = None
+        output: Path
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.synth: SynthOutcome | None = None  # the last generation: its chunks and candidate pairs
         self.synth_stop = threading.Event()
+
+    @property
+    def ws(self):
+        return self.app.ws
 
     @property
     def synth_running(self) -> bool:
         """A Generate is under way (Write waits for it, Generate is not started twice)."""
         return any(w.group == "data-synth" and w.node is self and not w.is_finished for w in self.workers)
 
-    def action_from_documents(self) -> None:
-        self.query_one("#data-tabs", TabbedContent).active = "tab-synth"
-        self.query_one("#synth-sources").focus()
-
-    def action_synth_stop(self) -> None:
+    def stop(self) -> None:
         self.synth_stop.set()
 
-    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        if event.pane is not None and event.pane.id == "tab-synth":
-            self._load_servers()
+    def on_mount(self) -> None:
+        self.load_servers()
+
+    def _clear_step_error(self) -> None:
+        if isinstance(self.screen, StepScreen):
+            self.screen.clear_error()
 
     # ---- servers --------------------------------------------------------------------------------
-    def _load_servers(self) -> None:
+    def load_servers(self) -> None:
+        """Read the live servers again (a server started in another step shows here)."""
         self.run_background(self._live_servers, self.ws, group="data-servers", description=_("Reading the servers"),
                             done=self._servers_loaded)
 
     @staticmethod
-    def _live_servers(job: Job, ws) -> tuple[list[tuple[str, str]], str | None]:
+    def _live_servers(job: Job, ws) -> ServerChoices:
         from core.serve.servers import list_servers
 
         servers = [(f"{r.id} · {r.served_name}", r.id) for r in list_servers(ws)]
@@ -91,54 +132,53 @@ class SynthHandlers:
             active = ws.load_state().active_server
         except Exception:  # a damaged state file must not hide the servers
             active = None
-        return servers, active
+        return ServerChoices(servers, active)
 
-    def _servers_loaded(self, found) -> None:
-        servers, active = found
-        self.query_one(DataSynth).set_servers(servers, active)
+    def _servers_loaded(self, found: ServerChoices) -> None:
+        self.set_servers(found.servers, found.active)
 
     # ---- what the view asks ---------------------------------------------------------------------
     def on_data_synth_requested(self, event: DataSynth.Requested) -> None:
-        view = self.query_one(DataSynth)
+        event.stop()
         if event.action == "stop":
-            self.action_synth_stop()
+            self.stop()
             return
         if event.action == "write":
             self._synth_write(event.output)
             return
         if not event.sources:
-            view.status(_("name the documents or a folder first"), error=True)
+            self.status(_("name the documents or a folder first"), error=True)
             return
-        self.clear_error()
+        self._clear_step_error()
         if event.action == "chunks":
-            view.status(_("reading the documents…"))
+            self.status(_("reading the documents…"))
             self.run_background(self._plan, event.sources, self.ws, group="data-synth-plan",
                                 description=_("Reading the documents"), done=self._planned,
-                                failed=lambda e: view.status(str(e), error=True))
+                                failed=lambda e: self.status(str(e), error=True))
             return
         if self.synth_running:
             text = _("pairs are being generated already: Stop first to start again")
-            view.status(text, error=True)
+            self.status(text, error=True)
             self.app.notify(text, severity="warning", timeout=6)
             return
         if not event.server:
-            view.status(_("no server to ask: start one in the Playground step or with `devtune serve MODEL` "
+            self.status(_("no server to ask: start one in the Playground step or with `devtune serve MODEL` "
                           "(the base model is fine), then ^r"), error=True)
             return
         if not event.output:
-            view.status(_("name the dataset file to write, e.g. data/from_docs.jsonl"), error=True)
+            self.status(_("name the dataset file to write, e.g. data/from_docs.jsonl"), error=True)
             return
         try:
             settings = synth_settings(event.options)
         except UserError as exc:
-            view.status(str(exc), error=True)
+            self.status(str(exc), error=True)
             return
         self.synth_stop.clear()
-        view.status(_("starting…"))
+        self.status(_("starting…"))
         self.run_background(self._generate, event.sources, event.output, event.server, settings, self.ws,
                             self.synth_stop, group="data-synth", description=_("Generating pairs"),
                             progress=self._synth_progress, done=self._generated,
-                            failed=lambda e: view.status(str(e), error=True))
+                            failed=lambda e: self.status(str(e), error=True))
 
     @staticmethod
     def _source_paths(sources: str, ws) -> list[Path]:
@@ -151,19 +191,18 @@ class SynthHandlers:
         return [p if p.is_absolute() else ws.abs(p) for p in (Path(n).expanduser() for n in names)]
 
     @staticmethod
-    def _plan(job: Job, sources: str, ws):
+    def _plan(job: Job, sources: str, ws) -> ChunkPlan:
         from core.data.synth.pipeline import plan_chunks
 
-        return plan_chunks(SynthHandlers._source_paths(sources, ws))
+        return plan_chunks(DocumentsPane._source_paths(sources, ws))
 
     @staticmethod
-    def _chunk_rows(chunks) -> list[tuple]:
+    def _chunk_cells(chunks) -> list[tuple]:
         return [(Path(c.doc).name, c.index, c.tokens, c.page or "", c.heading, c.preview(120)) for c in chunks]
 
-    def _planned(self, plan) -> None:
-        view = self.query_one(DataSynth)
-        view.show_chunks(self._chunk_rows(plan.chunks))
-        view.status("\n".join([_("{chunks} chunks from {docs} documents; pick the server and Generate",
+    def _planned(self, plan: ChunkPlan) -> None:
+        self.show_chunks(self._chunk_cells(plan.chunks))
+        self.status("\n".join([_("{chunks} chunks from {docs} documents; pick the server and Generate",
                                  chunks=len(plan.chunks), docs=len(plan.documents))] + skipped_lines(plan.skipped)))
 
     # ---- generating -----------------------------------------------------------------------------
@@ -175,21 +214,19 @@ class SynthHandlers:
 
         from core.data.synth.pipeline import SynthRequest, generate_pairs
 
-        request = SynthRequest(SynthHandlers._source_paths(sources, ws), ws.abs(output), settings.options,
+        request = SynthRequest(DocumentsPane._source_paths(sources, ws), ws.abs(output), settings.options,
                                settings.min_grounding, server=server)
-        outcome = generate_pairs(ws, request, started=lambda start: job.report(start.plan),
-                                 progress=lambda p: job.report_soon(dataclasses.replace(p)),
+        outcome = generate_pairs(ws, request, started=lambda start: job.report(SynthStarted(start.plan)),
+                                 progress=lambda p: job.report(SynthCounted(dataclasses.replace(p))),
                                  cancelled=lambda: job.cancelled or stop.is_set())
         outcome.restore_review()
         return outcome
 
-    def _synth_progress(self, value) -> None:
-        view = self.query_one(DataSynth)
-        if hasattr(value, "chunks"):  # the plan, first
-            view.show_chunks(self._chunk_rows(value.chunks))
-            return
-        if isinstance(value, list) and value:  # job.report_soon's batch: the latest counts
-            view.status(value[-1].line())
+    def _synth_progress(self, item: SynthStarted | SynthCounted) -> None:
+        if isinstance(item, SynthStarted):  # the plan, first
+            self.show_chunks(self._chunk_cells(item.plan.chunks))
+        elif isinstance(item, SynthCounted):
+            self.status(item.progress.line())
 
     def _generated(self, outcome: SynthOutcome) -> None:
         self.synth = outcome
@@ -206,7 +243,7 @@ class SynthHandlers:
         if outcome.reviews is not None and outcome.reviews.unreadable:
             lines.append(_("the saved review {path} could not be read ({error}); it is replaced at the next decision",
                            path=self.ws.rel(outcome.reviews.path), error=outcome.reviews.unreadable))
-        self.query_one(DataSynth).status("\n".join(lines + skipped_lines(outcome.skipped)))
+        self.status("\n".join(lines + skipped_lines(outcome.skipped)))
         self._show_pairs()
         self.query_one(ReviewTable).focus()
 
@@ -214,7 +251,7 @@ class SynthHandlers:
     def _show_pairs(self) -> None:
         if self.synth is None:
             return
-        self.query_one(DataSynth).show_pairs([(c.decision, c.kept, c.reason, c.pair.grounding, c.pair.question,
+        self.show_pairs([(c.decision, c.kept, c.reason, c.pair.grounding, c.pair.question,
                                                c.pair.answer, c.chunk.text) for c in self.synth.candidates])
 
     def _save_review(self) -> None:
@@ -242,13 +279,13 @@ class SynthHandlers:
         self._save_review()
 
     def on_review_table_edit_asked(self, message: ReviewTable.EditAsked) -> None:
-        self.query_one(DataSynth).open_edit(message.row)
+        self.open_edit(message.row)
 
     def on_data_synth_edited(self, message: DataSynth.Edited) -> None:
         if self.synth is None or not 0 <= message.row < len(self.synth.candidates):
             return
         if not message.question.strip() or not message.answer.strip():
-            self.query_one(DataSynth).status(_("an edited pair needs a question and an answer"), error=True)
+            self.status(_("an edited pair needs a question and an answer"), error=True)
             return
         self.synth.candidates[message.row].edit(message.question, message.answer)
         self._show_pairs()
@@ -256,18 +293,17 @@ class SynthHandlers:
 
     # ---- writing --------------------------------------------------------------------------------
     def _synth_write(self, output: str) -> None:
-        view = self.query_one(DataSynth)
         if self.synth_running:  # the pairs on show are the last run's: writing them now would be a surprise
             text = _("pairs are still being generated: wait until they are done (or Stop), review them, then Write")
-            view.status(text, error=True)
+            self.status(text, error=True)
             self.app.notify(text, severity="warning", timeout=6)  # the progress line soon covers the status
             return
         if self.synth is None:
-            view.status(_("generate the pairs first (Generate)"), error=True)
+            self.status(_("generate the pairs first (Generate)"), error=True)
             return
         out = self.ws.abs(output) if output else self.synth.output
         if not any(c.kept for c in self.synth.candidates):
-            view.status(_("no pair is kept: accept some (a) before writing"), error=True)
+            self.status(_("no pair is kept: accept some (a) before writing"), error=True)
             return
         if out.exists():
             from tui.widgets.confirm import ConfirmScreen
@@ -283,16 +319,15 @@ class SynthHandlers:
                             group="data-synth-write", description=_("Writing the pairs"), done=self._pairs_written)
 
     @staticmethod
-    def _write_dataset(job: Job, out: Path, candidates: list, force: bool, min_grounding: float):
+    def _write_dataset(job: Job, out: Path, candidates: list, force: bool, min_grounding: float) -> DatasetFiles:
         from core.data.synth.dataset import write_dataset
 
         return write_dataset(out, candidates, force=force, min_grounding=min_grounding)
 
-    def _pairs_written(self, files) -> None:
-        self.query_one(DataSynth).status(_("wrote {rows} pairs to {path} ({rejects} with the rest, {prov} with the "
-                                           "source of each row)", rows=files.rows, path=self.ws.rel(files.output),
-                                           rejects=self.ws.rel(files.rejects), prov=self.ws.rel(files.provenance)))
-        self.query_one(DataFileTree).reload()
+    def _pairs_written(self, files: DatasetFiles) -> None:
+        self.status(_("wrote {rows} pairs to {path} ({rejects} with the rest, {prov} with the source of each row)",
+                      rows=files.rows, path=self.ws.rel(files.output), rejects=self.ws.rel(files.rejects),
+                      prov=self.ws.rel(files.provenance)))
         self.app.notify(_("wrote {path}; it is open now: lint it, then register it", path=self.ws.rel(files.output)),
                         timeout=6)
-        self.open_file(files.output)
+        self.post_message(self.Written(files.output))

@@ -31,12 +31,12 @@ def test_from_documents_view_at_120_columns(snap_ws, snap_compare):
         view.query_one("#synth-sources", Input).value = "docs/policy.md"
         await pilot.click("#synth-chunks-button")
         await wait_until(pilot, lambda: view.query_one("#synth-chunks", DataTable).row_count == 3)
-        plan = screen._plan(None, "docs/policy.md", snap_ws)
+        plan = view._plan(None, "docs/policy.md", snap_ws)
         candidates = [Candidate(Pair(q, a, plan.chunks[i].text), plan.chunks[i], "fake-model") for i, q, a in PAIRS]
         review(candidates)
         progress = SynthProgress(chunks_total=3, chunks_done=3, pairs=5, requests=8, prompt_tokens=2400,
                                  completion_tokens=600, elapsed_s=10.0)
-        screen._generated(SynthOutcome(snap_ws.data_dir / "from_docs.jsonl", plan.chunks, candidates,
+        view._generated(SynthOutcome(snap_ws.data_dir / "from_docs.jsonl", plan.chunks, candidates,
                                                   progress, "fake-model"))
         await pilot.pause()
 

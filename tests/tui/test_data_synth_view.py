@@ -13,6 +13,7 @@ from textual.widgets import Button, DataTable, Input, Static, TabbedContent, Tex
 from core.serve.servers import ServerRecord, write_server
 from core.train.runs import ProcessRef
 from screens.data import DataScreen
+from screens.data_synth import DocumentsPane
 from tests.synth_documents import write_all
 from tests.synth_server import FaultServer
 from tests.tui.helpers import wait_until
@@ -36,6 +37,11 @@ def served(workspace):
     write_all(workspace.root / "docs")
     yield workspace, server
     server.close()
+
+
+def pane(screen) -> DocumentsPane:
+    """The step's "From documents" pane: the view and the work behind it."""
+    return screen.query_one(DocumentsPane)
 
 
 def status(screen) -> str:
@@ -69,20 +75,20 @@ async def test_documents_to_reviewed_pairs_to_an_open_linted_file(served):
         assert "chunks from 5 documents" in status(screen)
         await _click(pilot, "#synth-generate")
         review = view.query_one(ReviewTable)
-        await wait_until(pilot, lambda: screen.synth is not None and review.row_count > 0, timeout=60)
+        await wait_until(pilot, lambda: pane(screen).synth is not None and review.row_count > 0, timeout=60)
         assert "pairs pass the filters" in status(screen)
-        total = len(screen.synth.candidates)
-        kept_before = sum(c.kept for c in screen.synth.candidates)
+        total = len(pane(screen).synth.candidates)
+        kept_before = sum(c.kept for c in pane(screen).synth.candidates)
         assert kept_before > 0 and review.row_count == total
         # the highlighted pair is shown beside its source chunk
-        first = screen.synth.candidates[0]
+        first = pane(screen).synth.candidates[0]
         source = str(view.query_one("#synth-source-text", Static).render())
         assert first.pair.question in source and first.chunk.text.splitlines()[0] in source
         # reject the first, edit the second
         review.focus()
         review.move_cursor(row=0)
         await pilot.press("x")
-        assert screen.synth.candidates[0].decision == "rejected" and not screen.synth.candidates[0].kept
+        assert pane(screen).synth.candidates[0].decision == "rejected" and not pane(screen).synth.candidates[0].kept
         review.move_cursor(row=1)
         await pilot.press("e")
         await wait_until(pilot, lambda: view.editing == 1)
@@ -90,7 +96,7 @@ async def test_documents_to_reviewed_pairs_to_an_open_linted_file(served):
         view.query_one("#synth-edit-answer", TextArea).text = "Every device has a two-year warranty."
         await pilot.pause()
         await _click(pilot, "#synth-edit-save")
-        edited = screen.synth.candidates[1]
+        edited = pane(screen).synth.candidates[1]
         assert edited.edited and edited.kept and edited.pair.question == "How long is the warranty on a phone?"
         view.query_one("#synth-write").scroll_visible(animate=False)
         await pilot.pause()
@@ -98,7 +104,7 @@ async def test_documents_to_reviewed_pairs_to_an_open_linted_file(served):
         out = ws.data_dir / "docs_qa.jsonl"
         await wait_until(pilot, lambda: screen.path == out and screen.report is not None, timeout=30)
         rows = [json.loads(x) for x in out.read_text().splitlines()]
-        assert len(rows) == sum(c.kept for c in screen.synth.candidates)
+        assert len(rows) == sum(c.kept for c in pane(screen).synth.candidates)
         assert {"instruction": "How long is the warranty on a phone?", "input": "",
                 "output": "Every device has a two-year warranty."} in rows
         prov = [json.loads(x) for x in (ws.data_dir / "docs_qa.provenance.jsonl").read_text().splitlines()]
@@ -138,9 +144,9 @@ async def _generate(pilot, screen, sources: str, output: str = "data/docs_qa.jso
     view.query_one("#synth-output", Input).value = output
     for name, value in fields.items():
         view.query_one(f"#synth-{name.replace('_', '-')}", Input).value = value
-    screen.synth = None
+    pane(screen).synth = None
     await _click(pilot, "#synth-generate")
-    await wait_until(pilot, lambda: screen.synth is not None and not screen.synth_running, timeout=60)
+    await wait_until(pilot, lambda: pane(screen).synth is not None and not pane(screen).synth_running, timeout=60)
     return view
 
 
@@ -156,11 +162,11 @@ async def test_a_review_survives_quitting_and_comes_back_with_the_pairs(served):
         await pilot.press("x")
         review.move_cursor(row=1)
         await pilot.press("a")
-        screen.synth.candidates[2].edit("Is a phone covered?", "Every device has a two-year warranty.")
-        screen._save_review()
+        pane(screen).synth.candidates[2].edit("Is a phone covered?", "Every device has a two-year warranty.")
+        pane(screen)._save_review()
         saved = ws.data_dir / ".docs_qa.jsonl.synth-review"
         await wait_until(pilot, lambda: saved.is_file() and "Is a phone covered?" in saved.read_text())
-        first = [(c.key, c.decision, c.pair.question) for c in screen.synth.candidates[:3]]
+        first = [(c.key, c.decision, c.pair.question) for c in pane(screen).synth.candidates[:3]]
     sent = server.requests
     # the wizard quit (or the SSH session dropped); a new one generates the same documents again
     app = DevtuneApp(ws, watch_terminal=False)
@@ -168,8 +174,8 @@ async def test_a_review_survives_quitting_and_comes_back_with_the_pairs(served):
         screen = await _documents_view(pilot, app)
         await _generate(pilot, screen, "docs/policy.md docs/warranty.docx")
         assert server.requests == sent, "every reply came from the journal"
-        assert [(c.key, c.decision, c.pair.question) for c in screen.synth.candidates[:3]] == first
-        assert screen.synth.candidates[2].edited and screen.synth.restored == 3
+        assert [(c.key, c.decision, c.pair.question) for c in pane(screen).synth.candidates[:3]] == first
+        assert pane(screen).synth.candidates[2].edited and pane(screen).synth.restored == 3
         assert "3 review decisions restored" in status(screen)
         # un-deciding a pair is saved too; the decisions of other documents stay in the file
         await _generate(pilot, screen, "docs/policy.md")
@@ -177,7 +183,7 @@ async def test_a_review_survives_quitting_and_comes_back_with_the_pairs(served):
         review.focus()
         review.move_cursor(row=0)
         await pilot.press("x")  # x again on a rejected pair: back to the filters' verdict
-        assert screen.synth.candidates[0].decision == ""
+        assert pane(screen).synth.candidates[0].decision == ""
         await wait_until(pilot, lambda: first[0][0] not in saved.read_text())
         assert first[2][0] in saved.read_text()
 
@@ -188,21 +194,21 @@ async def test_write_during_a_running_generate_refuses_instead_of_writing_the_la
     async with app.run_test(size=(140, 50)) as pilot:
         screen = await _documents_view(pilot, app)
         view = await _generate(pilot, screen, "docs/policy.md", concurrency="1")
-        previous = screen.synth
+        previous = pane(screen).synth
         server.delay = 0.3
         view.query_one("#synth-sources", Input).value = "docs"
         await _click(pilot, "#synth-generate")
-        await wait_until(pilot, lambda: screen.synth_running)
+        await wait_until(pilot, lambda: pane(screen).synth_running)
         view.query_one("#synth-write").scroll_visible(animate=False)
         await pilot.pause()
         await _click(pilot, "#synth-write")
         await wait_until(pilot, lambda: any("still being generated" in n.message for n in app._notifications))
-        assert not (ws.data_dir / "docs_qa.jsonl").exists() and screen.synth is previous
+        assert not (ws.data_dir / "docs_qa.jsonl").exists() and pane(screen).synth is previous
         await _click(pilot, "#synth-generate")
         await wait_until(pilot, lambda: any("being generated already" in n.message for n in app._notifications))
         server.delay = 0
         await _click(pilot, "#synth-stop")
-        await wait_until(pilot, lambda: screen.synth is not previous and not screen.synth_running, timeout=60)
+        await wait_until(pilot, lambda: pane(screen).synth is not previous and not pane(screen).synth_running, timeout=60)
         assert server.max_in_flight == 1  # the concurrency field reached the run
 
 
@@ -218,8 +224,8 @@ async def test_the_run_settings_are_checked_and_reach_the_filters(served):
         await _click(pilot, "#synth-generate")
         assert "min grounding: '1.5' is not a number from 0 to 1" in status(screen)
         view = await _generate(pilot, screen, "docs/policy.md", min_grounding="1", max_requests="2")
-        assert screen.synth.min_grounding == 1.0 and server.requests == 2
-        assert screen.synth.progress.stopped == "max-requests" and "request cap reached" in status(screen)
+        assert pane(screen).synth.min_grounding == 1.0 and server.requests == 2
+        assert pane(screen).synth.progress.stopped == "max-requests" and "request cap reached" in status(screen)
 
 
 async def test_an_unreadable_document_in_the_folder_is_listed_not_fatal(served):
