@@ -319,12 +319,15 @@ class DataScreen(StepScreen):
         self._mark_before_lint = None
 
     def _show_stats(self, report) -> None:
+        from core.data.wording import language_shares, token_source_label
+
         s = report.stats
         lines = [_("{rows:,} rows can train · tokens ({source}) p50 {p50} · p95 {p95} · max {max}", rows=s.rows,
-                   source=s.token_source, p50=s.tokens["p50"], p95=s.tokens["p95"], max=s.tokens["max"]),
+                   source=token_source_label(s.token_source), p50=s.tokens["p50"], p95=s.tokens["p95"],
+                   max=s.tokens["max"]),
                  _("{n:,} rows above cutoff_len {cutoff} ({pct:.1%}) · {d:,} duplicates · {c:,} conflicts",
                    n=s.over_cutoff, cutoff=s.cutoff_len, pct=s.over_cutoff_share, d=s.duplicates, c=s.conflicts),
-                 _("languages: {langs}", langs=", ".join(f"{k} {v:.0%}" for k, v in s.languages.items())),
+                 _("languages: {langs}", langs=language_shares(s.languages, sep=", ")),
                  ""]
         lines += [f"{name:<12} p50 {p['p50']:>6}  p90 {p['p90']:>6}  p99 {p['p99']:>6}  max {p['max']:>6}"
                   for name, p in s.fields.items()]

@@ -69,3 +69,9 @@ def set_language(lang: str) -> None:
     if lang not in LANGUAGES:
         raise ValueError(f"unknown language {lang!r}; choose one of {', '.join(LANGUAGES)}")
     os.environ["DEVTUNE_LANG"] = lang
+
+
+def without_backticks(text: str) -> str:
+    """`text` for a widget that shows plain text (a dropdown, a label): a Chinese message marks its English
+    terms with backticks (stage `sft`), which such a widget would show literally; the terms stay, the marks go."""
+    return text.replace("`", "")

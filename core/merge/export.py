@@ -88,7 +88,7 @@ def plan_export(ws: Workspace, run_ref: str | None = None, *, name: str | None =
     warnings: list[str] = []
     if run.status is not RunStatus.FINISHED:
         warnings.append(_("run {id} ended as {status}: the adapter is the last one it saved",
-                          id=run.id, status=run.status.value))
+                          id=run.id, status=status_label(run.status)))
     if not facts.output_dir or not ws.abs(facts.output_dir).is_dir():
         raise ExportError(_("the run's output_dir {dir} does not exist: nothing to merge", dir=facts.output_dir))
     base = base_model or facts.model_name_or_path

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.i18n import _
-from core.train.runs import RunRecord, RunStatus, read_record, refresh, run_dir
+from core.train.runs import RunRecord, RunStatus, read_record, refresh, run_dir, status_label
 from core.workspace.layout import Workspace
 
 STAGES = ("starting", "loading", "merging", "converting", "writing", "tokenizer", "done")
@@ -79,7 +79,7 @@ def parse_export_log(stdout: str, stderr: str, status: str = "running") -> Expor
     if status == RunStatus.FINISHED.value:
         stage, fraction = "done", 1.0
     elif status in (RunStatus.FAILED.value, RunStatus.STOPPED.value):
-        error = _last_error(stderr) or _("the export ended with status {status}", status=status)
+        error = _last_error(stderr) or _("the export ended with status {status}", status=status_label(status))
     return ExportProgress(stage=stage, fraction=min(1.0, fraction), detail=detail[-200:], status=status, error=error)
 
 

@@ -16,6 +16,8 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.widgets import Checkbox, Input, Label, Select, Static
 
+from core.i18n import without_backticks
+
 
 @dataclass
 class FormRow:
@@ -96,7 +98,7 @@ class FieldForm(VerticalScroll):
                 section = row.section
                 yield Static(section, classes="form-section")
             with Horizontal(classes="form-row", id=f"{_dom_id(row.key)}-row"):
-                yield Label(row.label)
+                yield Label(without_backticks(row.label))
                 yield self._control(row)
             yield Static("", classes="form-error", id=f"{_dom_id(row.key)}-error")
 
@@ -107,7 +109,8 @@ class FieldForm(VerticalScroll):
             box.tooltip = row.tooltip
             return box
         if row.kind == "choice":
-            select = Select(row.options, id=dom, compact=True, allow_blank=True, prompt=row.placeholder or "-")
+            options = [(without_backticks(label), value) for label, value in row.options]
+            select = Select(options, id=dom, compact=True, allow_blank=True, prompt=row.placeholder or "-")
             select.tooltip = row.tooltip
             return select
         kind = {"int": "integer", "float": "number"}.get(row.kind, "text")
@@ -158,7 +161,7 @@ class FieldForm(VerticalScroll):
         current = widget.value
         row.options = options
         with self.prevent(Select.Changed):
-            widget.set_options(options)
+            widget.set_options([(without_backticks(label), value) for label, value in options])
             if current != Select.NULL and any(v == current for _, v in options):
                 widget.value = current
 
