@@ -4,6 +4,8 @@ and the launch command side by side. Saving writes configs/ through core.config.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -111,6 +113,30 @@ class ConfigScreen(StepScreen):
 
     # what the screen shows follows this: (core.config.files preview, extra findings) of the current spec
     shown: var[tuple | None] = var(None)
+
+    @dataclass
+    class Loaded:  # the form's start: the config (or a preset), where it lives, and what the form needs
+        spec: TrainSpec
+        path: str
+        found: object  # the GPUs found (core.config.files.found_gpus)
+        registered: list[str]
+        note: str | None
+        rows: int | None  # training rows (the eval set's size rules)
+
+    @dataclass
+    class Wired:  # the spec with the eval set its datasets have, and their training rows
+        spec: TrainSpec
+        rows: int | None
+
+    @dataclass
+    class Saved:
+        saved: object  # core.config.files.save_config's outcome
+        shown: object  # the preview of what was saved
+
+    @dataclass
+    class Checked:
+        shown: object  # the preview LLaMA-Factory's parser checked
+        findings: list  # its findings
     CSS_PATH = "../tui/styles/config.tcss"
 
     @property
@@ -154,7 +180,7 @@ class ConfigScreen(StepScreen):
                             description=_("reading the training config"), done=self._loaded)
 
     @staticmethod
-    def _read_config(job: Job, ws, dataset_name: str | None) -> tuple:
+    def _read_config(job: Job, ws, dataset_name: str | None) -> Loaded:
         from core.config.files import ConfigMissing, current_config_path, found_gpus, load_config, registered_datasets
         from core.config.presets import preset_spec
         from core.config.starting_preset import starting_preset
@@ -176,21 +202,21 @@ class ConfigScreen(StepScreen):
             if isinstance(exc, ImportProblem):
                 note = _("{path} cannot be read ({error}): the form starts from the {name} preset; saving "
                          "replaces the file only when asked twice", path=path, error=str(exc), name=name)
-        wired, rows = ConfigScreen._wire_eval(job, ws, spec)
-        if wired.eval_dataset != spec.eval_dataset and note is None:
+        wired = ConfigScreen._wire_eval(job, ws, spec)
+        if wired.spec.eval_dataset != spec.eval_dataset and note is None:
             note = _("held-out set {names} found: the eval loss is added to the form; save (F5) to train with it",
-                     names=", ".join(wired.eval_dataset))
-        return wired, path, found, registered, note, rows
+                     names=", ".join(wired.spec.eval_dataset))
+        return ConfigScreen.Loaded(wired.spec, path, found, registered, note, wired.rows)
 
     @staticmethod
-    def _wire_eval(job: Job, ws, spec: TrainSpec, old: TrainSpec | None = None) -> tuple[TrainSpec, int | None]:
+    def _wire_eval(job: Job, ws, spec: TrainSpec, old: TrainSpec | None = None) -> Wired:
         from core.config.eval_loss import training_rows, wire_eval_loss
 
-        return wire_eval_loss(ws, spec, old), training_rows(ws, spec)
+        return ConfigScreen.Wired(wire_eval_loss(ws, spec, old), training_rows(ws, spec))
 
-    def _loaded(self, loaded: tuple) -> None:
-        spec, path, found, registered, note, rows = loaded
-        self.spec, self.config_path, self.found, self.rows = spec, path, found, rows
+    def _loaded(self, loaded: Loaded) -> None:
+        spec, found, registered, note, rows = loaded.spec, loaded.found, loaded.registered, loaded.note, loaded.rows
+        self.spec, self.config_path, self.found, self.rows = spec, loaded.path, found, rows
         form = self.query_one(FieldForm)
         typed = form.edited - {"preset"}  # typed while the config was read: kept, on top of the loaded spec
         form.set_values({k: v for k, v in {**form_values(spec), "preset": ""}.items() if k not in typed})
@@ -259,9 +285,9 @@ class ConfigScreen(StepScreen):
                                     description=_("looking up the model's template"),
                                     done=lambda template: self._set_template(new.model_name_or_path, template))
 
-    def _eval_wired(self, asked: TrainSpec, result: tuple[TrainSpec, int | None]) -> None:
+    def _eval_wired(self, asked: TrainSpec, result: Wired) -> None:
         """The eval set follows the datasets (unless the form changed again meanwhile)."""
-        wired, rows = result
+        wired, rows = result.spec, result.rows
         if self.spec is not asked:
             return
         self.rows = rows
@@ -366,12 +392,12 @@ class ConfigScreen(StepScreen):
         except FileExistsRefused as exc:
             raise UserError(_("{path} was not written by devtune (or was edited since): press F5 again to "
                               "replace it", path=ws.rel(exc.path))) from exc
-        return saved, preview(ws, spec, config_path, found=found, catalog=catalog)
+        return ConfigScreen.Saved(saved, preview(ws, spec, config_path, found=found, catalog=catalog))
 
     def _saved(self, result) -> None:
         from core.config.files import config_saved
 
-        saved, shown = result
+        saved, shown = result.saved, result.shown
         self.clear_error()
         self._force_save = False
         self.app.apply_change(config_saved(self.ws.rel(self.ws.abs(saved.yaml_path)), shown))
@@ -383,14 +409,14 @@ class ConfigScreen(StepScreen):
             self.notify(_("asking LLaMA-Factory's own parser (a few seconds)..."), timeout=4)
             self.run_background(self._check, self.ws, self.spec, self.config_path, self.found, self.catalog,
                                 group="config-check", description=_("checking with LLaMA-Factory"),
-                                done=lambda checked: self._adopt(*checked))
+                                done=lambda checked: self._adopt(checked.shown, checked.findings))
 
     @staticmethod
     def _check(job: Job, ws, spec: TrainSpec, config_path: str, found, catalog):
         from core.config.full_check import check_config, lf_findings
 
         checked = check_config(ws, spec, config_path, found=found, catalog=catalog)
-        return checked.preview, lf_findings(spec, checked.llamafactory, checked.preview.targets)
+        return ConfigScreen.Checked(checked.preview, lf_findings(spec, checked.llamafactory, checked.preview.targets))
 
     def action_reload(self) -> None:
         self.clear_error()

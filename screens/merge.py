@@ -5,6 +5,8 @@ and on small models the merged logits against base + adapter."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal
@@ -28,6 +30,18 @@ class MergeScreen(StepScreen):
         step_binding("merge", "refresh", "reload", _("Reload the runs")),
     ]
     CSS_PATH = "../tui/styles/merge.tcss"
+
+    @dataclass
+    class Runs:  # what the step opens on
+        runs: list  # the training runs
+        chosen: str | None  # the run to merge: the active one, else the newest
+        attach: tuple | None  # (run id, plan) of an export still running, to follow
+        report: object  # the last export's check, when none is running
+
+    @dataclass
+    class Polled:  # the export followed: its progress and the log lines since the last look
+        progress: object  # core.merge.export_progress's ExportProgress
+        lines: list[str]
 
     # what the screen shows follows these
     runs: var[list] = var(list)  # core.train.runs.RunRecord of the training runs, newest first
@@ -81,10 +95,10 @@ class MergeScreen(StepScreen):
         running = active_export(ws)
         attach = (running.id, plan_of_export_run(ws, running)) if running is not None else None
         report = load_report(ws, export_dir) if attach is None and export_dir else None
-        return runs, chosen, attach, report
+        return MergeScreen.Runs(runs, chosen, attach, report)
 
-    def _runs_read(self, result) -> None:
-        runs, chosen, attach, report = result
+    def _runs_read(self, result: Runs) -> None:
+        runs, chosen, attach, report = result.runs, result.chosen, result.attach, result.report
         self.runs = runs
         if chosen:
             self.query_one("#merge-run", Select).value = chosen
@@ -169,15 +183,15 @@ class MergeScreen(StepScreen):
         def fetch(job: Job):
             from core.merge.export_progress import export_progress
 
-            return export_progress(ws, run_id), follower.new_lines()
+            return MergeScreen.Polled(export_progress(ws, run_id), follower.new_lines())
 
         def ended(value) -> bool:
             from core.train.runs import RunStatus
 
-            return value[0].status not in (RunStatus.STARTING.value, RunStatus.RUNNING.value)
+            return value.progress.status not in (RunStatus.STARTING.value, RunStatus.RUNNING.value)
 
         self.poll(fetch, every=POLL_SECONDS, group="merge", description=_("Following the export"),
-                  each=self._progressed, until=ended, then=lambda last: self._export_ended(run_id, plan, last[0]))
+                  each=self._progressed, until=ended, then=lambda last: self._export_ended(run_id, plan, last.progress))
 
     def _export_ended(self, run_id: str, plan, progress) -> None:
         self.run_background(self._check_export, self.ws, run_id, plan, progress, group="merge",
@@ -217,10 +231,10 @@ class MergeScreen(StepScreen):
 
     # ------------------------------------------------------------ showing
 
-    def _progressed(self, value) -> None:
+    def _progressed(self, value: Polled) -> None:
         from core.merge.export_progress import stage_label
 
-        progress, lines = value
+        progress, lines = value.progress, value.lines
         self.query_one("#merge-progress", ProgressBar).update(progress=progress.fraction)
         self.query_one("#merge-stage", Label).update(f"{stage_label(progress.stage)}: {progress.detail[:100]}")
         if lines:

@@ -48,6 +48,16 @@ class PlaygroundScreen(StepScreen):
         stats: str | None = None  # set on the last update of an answer
         error: str | None = None
 
+    @dataclass
+    class Started:
+        record: object  # core.serve.servers.ServerRecord of the server started
+        notes: list[str]  # what the plan chose, said
+
+    @dataclass
+    class Ready:
+        record: object  # the server, as it ended its wait
+        commands: object  # the equivalent commands, when it is ready (else None)
+
     @property
     def INTRO(self) -> str:  # noqa: N802 - StepScreen's attribute, translated when shown
         return _("Serve the merged model, chat with it, and check that it beats its base. F5 starts a server, F8 "
@@ -173,12 +183,12 @@ class PlaygroundScreen(StepScreen):
         try:  # core's own errors (a plan or a server refused) reach the error box as they are
             opts, notes = plan_server(ws, model, backend=backend, port=port, tensor_parallel=tp,
                                       trust_remote_code=trust)
-            return start_server(ws, opts), notes
+            return PlaygroundScreen.Started(start_server(ws, opts), notes)
         except ValueError as exc:  # a value that does not parse, as `devtune serve` treats it
             raise UserError(str(exc)) from exc
 
-    def _started(self, result) -> None:
-        record, notes = result
+    def _started(self, result: Started) -> None:
+        record, notes = result.record, result.notes
         self._log(notes + [_("starting {backend} server {id} on {url}", backend=record.backend, id=record.id,
                              url=record.url)])
         self._show_servers([r for r in self.servers if r.id != record.id] + [record], record.id)
@@ -195,10 +205,10 @@ class PlaygroundScreen(StepScreen):
 
         record = wait_ready(ws, server_id, on_line=lambda line: job.report_soon(line[-240:]),
                             cancelled=lambda: job.cancelled)
-        return record, equivalent_commands(ws, record) if record.status == "ready" else None
+        return PlaygroundScreen.Ready(record, equivalent_commands(ws, record) if record.status == "ready" else None)
 
-    def _ready(self, result) -> None:
-        record, commands = result
+    def _ready(self, result: Ready) -> None:
+        record, commands = result.record, result.commands
         if commands is None:
             return
         self.query_one("#pg-server-log", Log).write_line(_("server {id} is ready at {url}", id=record.id,

@@ -58,6 +58,11 @@ class TrainScreen(StepScreen):
         series: dict  # name -> (xs, ys) references for the chart
         first: bool
 
+    @dataclass
+    class Diagnosed:
+        found: list  # core.train.failures' diagnoses of the run's logs
+        note: str  # the run's own note
+
     def __init__(self) -> None:
         super().__init__()
         self.run_id: str | None = None
@@ -349,15 +354,15 @@ class TrainScreen(StepScreen):
                                 description=_("Diagnosing"), done=self._diagnosed)
 
     @staticmethod
-    def _diagnose(job: Job, ws, run_id: str) -> tuple[list, str]:
+    def _diagnose(job: Job, ws, run_id: str) -> Diagnosed:
         from core.train.watch import RunWatcher
 
         watcher = RunWatcher(ws, run_id)
         found = watcher.diagnose()
-        return found, watcher.record.note
+        return TrainScreen.Diagnosed(found, watcher.record.note)
 
-    def _diagnosed(self, result: tuple[list, str]) -> None:
-        found, note = result
+    def _diagnosed(self, result: Diagnosed) -> None:
+        found, note = result.found, result.note
         if found:
             self.query_one(DiagnosisBox).show_diagnoses(found, note)
         else:
