@@ -260,13 +260,21 @@ def check_template(ws: Workspace, export_dir: Path, template: str | None, tokeni
                expected=first["expected"], actual=first["actual"])
     if fixed:
         fix = _("devtune serve passes --chat-template {file} (LLaMA-Factory's {name} template as Jinja) to vLLM; "
-                "by hand: vllm serve {model} --chat-template {file}. Or re-export with the template the tokenizer "
-                "was made for", file=fixed, name=template, model=ws.rel(export_dir))
+                "by hand: {python} -m vllm.entrypoints.openai.api_server --model {model} --chat-template {file}. "
+                "Or re-export with the template the tokenizer was made for", file=fixed, name=template,
+                model=ws.rel(export_dir), python=_serve_python())
     else:
         fix = _("serve with `devtune serve --backend llamafactory` (it formats prompts with template {name}), "
                 "or retrain with the template that matches the tokenizer's chat template", name=template)
     check.note = fix
     return check, ExportFinding(level=FAIL, what=_("chat template"), detail=detail, fix=fix)
+
+
+def _serve_python() -> str:
+    """The serving environment's python by its path: `vllm` itself is not on the person's PATH."""
+    from core.serve.backends import serve_python_candidates
+
+    return str(serve_python_candidates()[0])
 
 
 def _write_fixed_template(ws: Workspace, export_dir: Path, reference: dict, tokens: dict[str, str]) -> str | None:

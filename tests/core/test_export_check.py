@@ -116,6 +116,8 @@ def test_mismatch_writes_a_fixed_template_that_reproduces_training(workspace, mo
     check, finding = check_template(workspace, d, "llama3")
     assert check.match is False and finding.level == "error"
     assert "training saw" in finding.detail and "--chat-template" in finding.fix
+    # the by-hand line runs as printed: the serving python by its path (`vllm` is not on PATH)
+    assert "vllm serve" not in finding.fix and " -m vllm.entrypoints.openai.api_server --model " in finding.fix
     fixed = workspace.abs(check.fixed_template)
     assert fixed == workspace.state_dir / "exports" / "m" / "chat_template.jinja"
     assert render_probes(fixed.read_text(), TOKENS) == REFERENCE["prompts"]
