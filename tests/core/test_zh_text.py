@@ -183,3 +183,10 @@ def test_one_of_a_thing_is_not_plural_in_the_outputs(zh_workspace, capsys):
     out = capsys.readouterr().out
     assert "1 error\n" in out and "× 1 process;" in out and "in 1 file." in out
     assert not re.search(r"\b1 (errors|warnings|processes|rows|files|steps)\b", out), out
+
+
+def test_chinese_names_a_line_one_way():
+    """Issue 29, item 13: `L12:` stood beside `第 23 行：` in one list of findings; Chinese says 第 N 行 throughout."""
+    zh = load("zh")
+    english_style = sorted(k for k, v in zh.items() if re.search(r"(?<![A-Za-z])L\{\w+\}", v))
+    assert not english_style, english_style[:10]
