@@ -19,6 +19,11 @@ from core.workspace.layout import Workspace
 
 METRICS = ("chrf", "bleu", "rouge_l", "exact", "judge")
 METRIC_NAMES = {"chrf": "chrF", "bleu": "BLEU", "rouge_l": "ROUGE-L", "exact": "exact", "judge": "judge 1-5"}
+
+
+def metric_label(metric: str) -> str:
+    """A metric's name for people: the scores' own names (chrF, BLEU, ROUGE-L) stay; the others are words."""
+    return {"exact": _("exact"), "judge": _("judge 1-5")}.get(metric) or METRIC_NAMES[metric]
 SETS = ("heldout", "train")
 WORSE_BY = 0.05  # the band: a tuned chrF this much below the base's is worse (a row, or the verdict's mean); as
 # much above it is better; in between, the same
@@ -186,7 +191,7 @@ class EvalReport(BaseModel):
         return [m for m in METRICS if m != "judge" or self.judge is not None]
 
     def header(self) -> list[str]:
-        return [_("set"), _("model")] + [METRIC_NAMES[m] for m in self.metric_names()]
+        return [_("set"), _("model")] + [metric_label(m) for m in self.metric_names()]
 
     def table(self) -> list[list[str]]:
         """Per set, a row for base, one for tuned and one for the difference, a column per metric: the CLI's
@@ -248,9 +253,11 @@ def _fmt(value: float | None) -> str:
 
 
 def _text_table(rows: list[list[str]]) -> list[str]:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(r, widths)))
-            for r in rows]
+    """Columns aligned in display cells (a Chinese label takes two per character)."""
+    from core.i18n import display_width, pad_cells
+
+    widths = [max(display_width(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(pad_cells(cell, w, right=i > 0) for i, (cell, w) in enumerate(zip(r, widths))) for r in rows]
 
 
 def worse_rows(rows: list[EvalRow]) -> list[EvalRow]:
@@ -263,11 +270,13 @@ def markdown(report: EvalReport, rows: list[EvalRow]) -> str:
     def cell(text: str) -> str:
         return " ".join(text.split()).replace("|", "\\|")
 
-    out = [f"# devtune eval {report.id}", "", f"- dataset: `{report.dataset}`"
-           + (f" (held-out: `{report.heldout}`)" if report.heldout else ""),
-           f"- base: `{report.base.model}` at {report.base.url}", f"- tuned: `{report.tuned.model}` at {report.tuned.url}"]
+    out = [f"# devtune eval {report.id}", "", "- " + (_("dataset: `{name}` (held-out: `{heldout}`)", name=report.dataset,
+                                                        heldout=report.heldout) if report.heldout
+                                                      else _("dataset: `{name}`", name=report.dataset)),
+           "- " + _("base: `{model}` at {url}", model=report.base.model, url=report.base.url),
+           "- " + _("tuned: `{model}` at {url}", model=report.tuned.model, url=report.tuned.url)]
     if report.judge:
-        out.append(f"- judge: `{report.judge.model}` at {report.judge.url}")
+        out.append("- " + _("judge: `{model}` at {url}", model=report.judge.model, url=report.judge.url))
     if report.note:
         out += ["", f"> {report.note}"]
     header = report.header()

@@ -75,3 +75,18 @@ def without_backticks(text: str) -> str:
     """`text` for a widget that shows plain text (a dropdown, a label): a Chinese message marks its English
     terms with backticks (stage `sft`), which such a widget would show literally; the terms stay, the marks go."""
     return text.replace("`", "")
+
+
+def display_width(text: str) -> int:
+    """Terminal cells `text` takes: a Chinese character (East Asian wide or fullwidth) takes two, a combining
+    mark none. Tables printed with str.ljust misalign under Chinese labels; pad with `pad_cells`."""
+    import unicodedata
+
+    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
+               for c in text)
+
+
+def pad_cells(text: str, width: int, *, right: bool = False) -> str:
+    """`text` padded with spaces to `width` display cells (on the left when `right`)."""
+    gap = " " * max(0, width - display_width(text))
+    return gap + text if right else text + gap

@@ -29,7 +29,7 @@ hipconfig chrF curl sdpa logits token tokens batch epoch loss offload rank wheel
 parquet arrow yaml safetensors tokenizer uvicorn matplotlib iommu render video root shell Linux Windows
 Matrix Core NVIDIA AMD Slurm srun sbatch torchtune pip conda docker podman kernel dmesg tqdm lora qlora
 full freeze llama qwen mistral gemma bin api export train chat serve verify doctor config data lint fix
-convert register stats merge monitor runs resume stop diagnose demo init show check command presets
+convert register stats merge monitor runs resume stop diagnose demo init show check command presets edit
 instruction input output system prompt response conversations messages role content from value user
 assistant columns tags formatting sharegpt messages auto true false yes none null dict import module
 bit cmake nvcc python worker cache Jinja logit gated rendezvous pyarrow rccl pytorch bashrc huggingface killer
@@ -190,3 +190,20 @@ def test_chinese_names_a_line_one_way():
     zh = load("zh")
     english_style = sorted(k for k, v in zh.items() if re.search(r"(?<![A-Za-z])L\{\w+\}", v))
     assert not english_style, english_style[:10]
+
+
+def test_an_eval_report_in_chinese_is_chinese_and_its_table_lines_up(workspace, monkeypatch):
+    """Issue 29, item 13: report.md's header lines and `exact` were English, and the CLI's table misaligned
+    under Chinese set labels (padded by characters, not by display cells)."""
+    from core.i18n import display_width
+    from tests.eval_fixture import write_recorded_eval
+
+    monkeypatch.setenv("DEVTUNE_LANG", "zh")
+    report = write_recorded_eval(workspace)
+    md = (workspace.root / report.folder / "report.md").read_text(encoding="utf-8")
+    head = [line for line in md.splitlines()[:12] if line.startswith(("- ", "| 集合"))]
+    assert head and not [(line, english_left(line)) for line in head if english_left(line)], head
+    lines = report.lines()
+    table = lines[lines.index("") + 1:]
+    table = table[:table.index("")]
+    assert len(table) > 2 and len({display_width(line) for line in table}) == 1, table

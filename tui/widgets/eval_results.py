@@ -22,14 +22,17 @@ def _flat(text: str, n: int) -> str:
 
 def bar_lines(report) -> Content:
     """One line per metric and set: the base's bar beside the tuned model's (judge scores over 5, the rest over 1)."""
-    from core.eval.eval_report import METRIC_NAMES, SETS, set_label
+    from core.eval.eval_report import SETS, metric_label, set_label
+    from core.i18n import display_width, pad_cells
 
     lines = []
+    column = max([10] + [display_width(metric_label(m)) + 1 for m in report.metric_names()])
     for metric in report.metric_names():
         scale = 5.0 if metric == "judge" else 1.0
         for i, name in enumerate(SETS):
             summary = report.sets.get(name)
-            label = Content.styled(f"{METRIC_NAMES[metric] if i == 0 else '':<10}{set_label(name):<9}", "$text-muted")
+            shown = pad_cells(metric_label(metric) if i == 0 else "", column) + pad_cells(set_label(name), 9)
+            label = Content.styled(shown, "$text-muted")
             parts = [label]
             for side, style in (("base", "$text-muted"), ("tuned", "$accent")):
                 value = summary.base.value(metric) if summary and summary.rows and side == "base" else \
