@@ -251,7 +251,7 @@ def _diagnose_text(text: str, line: int, *, top: bool, col_base: int = 0) -> Jso
         d.findings.append(finding("json-syntax", ln, _(
             "L{line}:{col}: invalid JSON: {msg}; correct it by hand, or fix drops it into the rejects file",
             line=ln, col=col + col_base, msg=err.msg), column=col + col_base))
-        d.reason = _("invalid JSON: {msg}", msg=err.msg)
+        d.reason = _("invalid JSON at line {line}, column {col}: {msg}", line=ln, col=col + col_base, msg=err.msg)
     d.fix = NONE
     return d
 

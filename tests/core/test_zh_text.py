@@ -207,3 +207,15 @@ def test_an_eval_report_in_chinese_is_chinese_and_its_table_lines_up(workspace, 
     table = lines[lines.index("") + 1:]
     table = table[:table.index("")]
     assert len(table) > 2 and len({display_width(line) for line in table}) == 1, table
+
+
+def test_a_json_error_in_chinese_frames_jsons_own_words(monkeypatch):
+    """Issue 29, item 13: `无效的 JSON：Expecting value` gave Python's English bare; the frame says where (line and
+    column) in Chinese and quotes json's own message."""
+    from core.data.json_repair import diagnose
+
+    monkeypatch.setenv("DEVTUNE_LANG", "zh")
+    d = diagnose(b'{"instruction": "hi", "output": }', 7)
+    assert d.reason.startswith("第 7 行第 ") and "“Expecting value”" in d.reason, d.reason
+    assert not english_left(d.reason) and not [f for f in d.findings if english_left(f.message)], \
+        (d.reason, [f.message for f in d.findings])
