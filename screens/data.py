@@ -23,6 +23,7 @@ from textual.reactive import var
 from textual.widgets import Button, Select, Static, TabbedContent, TabPane
 
 from core.i18n import _, _n
+from core.settings import Preferences
 from screens.base import Coalesce, Job, Progress, StepScreen, step_binding
 from screens.data_synth import DocumentsPane
 from tui.widgets.data_actions import DataActions
@@ -144,7 +145,7 @@ class DataScreen(StepScreen):
         self.query_one(DocumentsPane).load_servers()  # a server started in another step shows in "From documents"
 
     def on_mount(self) -> None:
-        template = self.state.settings.get("data.template", "llama3")
+        template = Preferences.of(self.state.settings).data_template
         self.template = template if template in TEMPLATES else "llama3"
         remembered = self.state.dataset_file
         if remembered and self.ws.abs(remembered).is_file():
@@ -232,8 +233,9 @@ class DataScreen(StepScreen):
         if select.value != template:
             select.value = template
         self._render_prompt()
-        if self.state.settings.get("data.template", "llama3") != template:
-            self.app.remember(settings={**self.state.settings, "data.template": template})
+        prefs = Preferences.of(self.state.settings)
+        if prefs.data_template != template:
+            self.app.remember(settings=prefs.stored(data_template=template))
 
     def watch_current_row(self, _row) -> None:
         self._render_prompt()

@@ -225,7 +225,9 @@ def test_choose_backend_forced_by_environment(monkeypatch, tmp_path):
     backend, reason = choose_backend()
     assert backend.name == "replay" and "not this machine's GPUs" in reason
     monkeypatch.setenv("DEVTUNE_GPU_BACKEND", "cuda")
-    backend, reason = choose_backend()
+    backend, reason = choose_backend()  # checked by core/settings.py: the variable and what it accepts
+    assert backend is None and "DEVTUNE_GPU_BACKEND=cuda" in reason and "rocm-smi" in reason
+    backend, reason = choose_backend("cuda")  # asked for by name (a flag): said as unknown
     assert backend is None and "unknown GPU backend" in reason
     backend, reason = choose_backend(replay=tmp_path / "missing.jsonl")
     assert backend is None and "no GPU samples" in reason

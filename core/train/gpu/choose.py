@@ -48,7 +48,15 @@ def choose_backend(prefer: str | None = None, *, replay: str | os.PathLike | Non
     used): on an NVIDIA machine with a Ryzen iGPU, NVML, never the iGPU through amdsmi."""
     if replay is not None:
         prefer = f"replay:{replay}"
-    prefer = (prefer or os.environ.get(ENV_BACKEND, "") or "auto").strip()
+    if not prefer:
+        from core.errors import BadInput
+        from core.settings import current
+
+        try:
+            prefer = current().gpu_backend
+        except BadInput as exc:  # the front-ends stop on it first; a sampler says it and samples nothing
+            return None, str(exc)
+    prefer = (prefer or "auto").strip()
     if prefer == "none":
         return None, _("GPU sampling is off ({var}=none)", var=ENV_BACKEND)
     if prefer.startswith("replay:"):
