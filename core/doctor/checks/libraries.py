@@ -228,7 +228,7 @@ def judge_deepspeed(ev: Evidence) -> Judgement:
         return fail(seen + ". " + _("{op} cannot be built here ([NO] in ds_report)", op=key_op),
                     f"{pip(ev)} install -U deepspeed" + hip, "deepspeedai/DeepSpeed#4889, #6600")
     if outside is not None and (stated := stated_exception("deepspeed", version, outside.ranges)) is not None:
-        return ok(seen + ". " + _("outside LLaMA-Factory's {range} on purpose: {why}; devtune's path is proved by "
+        return ok(seen + ". " + _("Outside LLaMA-Factory's {range} on purpose: {why}; devtune's path is proved by "
                                   "{proof}", range=stated.leaves, why=stated.why(), proof=stated.proof), "")
     if outside is not None:
         return warn(seen + ". " + outside.describe() + ". " + _("LLaMA-Factory does not check this range at "
