@@ -67,6 +67,7 @@ class PlaygroundScreen(StepScreen):
         super().__init__()
         # transcript id -> core.serve.chat.Conversation; changed on the event loop only
         self.conversations: dict[str, object] = {}
+        self._base_preselected = False  # "compare with" took the remembered base server (once per visit)
 
     @property
     def records(self) -> dict[str, object]:
@@ -129,6 +130,21 @@ class PlaygroundScreen(StepScreen):
         self.servers = servers
         if select in self.records:
             self.query_one("#pg-server", Select).value = select
+        if not self._base_preselected:
+            self._preselect_base()
+
+    def _preselect_base(self) -> None:
+        """Once, when the servers are first listed: "compare with" the base server the last eval compared against
+        (remembered in the workspace; the one a plain `devtune eval` compares against too, core.eval.targets)."""
+        from core.eval.targets import remembered_base
+
+        server = self.query_one("#pg-server", Select).value
+        compare = self.query_one("#pg-compare", Select)
+        base = remembered_base(self.state.eval_base_server, self.records.get(server) if isinstance(server, str)
+                               else None)
+        if base in self.records and not isinstance(compare.value, str):
+            self._base_preselected = True
+            compare.value = base
 
     def watch_servers(self, servers: list) -> None:
         from core.serve.servers import status_label
@@ -352,7 +368,7 @@ class PlaygroundScreen(StepScreen):
     # ------------------------------------------------------------ eval
 
     @staticmethod
-    def _latest_eval(job: Job, ws):
+    def _latest_eval(job: Job, ws):  # -> core.eval.eval_report.EvalResult | None
         from core.eval.eval_report import latest_eval, load_eval
 
         found = latest_eval(ws)
@@ -408,12 +424,14 @@ class PlaygroundScreen(StepScreen):
                         cancelled=lambda: job.cancelled)
 
     def _show_eval(self, result) -> None:
+        """The last saved eval (core.eval.eval_report.EvalResult), or None when there is none."""
         if result is not None:
-            self.query_one(EvalResults).show(*result)
+            self.query_one(EvalResults).show(result.report, result.rows)
 
     def _evaluated(self, result) -> None:
-        report, rows = result
-        self.query_one(EvalResults).show(report, rows)
+        """F6's EvalResult: shown, its state change applied, its verdict on the stepper."""
+        report = result.report
+        self.query_one(EvalResults).show(report, result.rows)
         self.app.apply_change(report.state_change())  # the base it compared against, for a plain `devtune eval`
         verdict = report.verdict  # core's: which questions count, the band, worse / same / better
         self.set_status("done" if verdict.ok else "attention", verdict.mark)

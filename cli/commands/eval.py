@@ -108,8 +108,7 @@ def _render(report, args) -> int:
 def _show_saved(args) -> int:
     from core.eval.eval_report import saved_eval
 
-    report, _rows = saved_eval(workspace(args), None if args.show == "latest" else args.show)
-    return _render(report, args)
+    return _render(saved_eval(workspace(args), None if args.show == "latest" else args.show).report, args)
 
 
 def run_eval_command(args) -> int:
@@ -148,7 +147,7 @@ def run_eval_command(args) -> int:
         if judge:
             print(_("judge: {model} at {url}; rubric {file}", model=judge.endpoint.model, url=judge.endpoint.url,
                     file=judge.rubric_file), file=sys.stderr)
-        report, _rows = run_eval(ws, targets, dataset, options, progress=_Progress())
+        report = run_eval(ws, targets, dataset, options, progress=_Progress()).report
         from core.workspace.changes import apply_change
 
         apply_change(ws, report.state_change())

@@ -1,6 +1,7 @@
 """One whole `devtune eval`: the questions asked to base and tuned (and the judge), every answer scored, the
 lm-eval tasks run, the report built and saved in `.devtune/evals/<id>/`. The CLI and the wizard's Eval tab both
-call `run_eval`; progress is an `EvalProgress` through a plain callback.
+call `run_eval`, which returns an `EvalResult` (report, rows); progress is an `EvalProgress` through a plain
+callback.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from core.eval.ask import Judge, ask_rows
-from core.eval.eval_report import EvalReport, EvalRow, TargetInfo, evals_dir, new_eval_id, save_eval
+from core.eval.eval_report import EvalReport, EvalResult, TargetInfo, evals_dir, new_eval_id, save_eval
 from core.eval.harness import HarnessError, HarnessOptions, compare_harness, lora_refusal
 from core.eval.questions import DEFAULT_TRAIN_SAMPLE, EvalInputError, eval_questions, heldout_note
 from core.eval.score import score_rows, summarize
@@ -52,7 +53,7 @@ class EvalProgress:
 
 def run_eval(ws: Workspace, targets: EvalTargets, dataset: str, options: EvalOptions | None = None, *,
              progress: Callable[[EvalProgress], None] | None = None,
-             cancelled: Callable[[], bool] | None = None) -> tuple[EvalReport, list[EvalRow]]:
+             cancelled: Callable[[], bool] | None = None) -> EvalResult:
     options = options or EvalOptions()
     questions = eval_questions(ws, dataset, dataset_dir=options.dataset_dir, train_sample=options.train_sample,
                                seed=options.seed)
@@ -87,7 +88,7 @@ def run_eval(ws: Workspace, targets: EvalTargets, dataset: str, options: EvalOpt
     state.phase = "done"
     tick()
     save_eval(ws, report, rows)
-    return report, rows
+    return EvalResult(report=report, rows=rows)
 
 
 async def _ask(targets, questions, options: EvalOptions, tick, cancelled):

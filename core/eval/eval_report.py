@@ -9,6 +9,7 @@ on than its base. Per row: the question, the reference, both answers with their 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, Field, computed_field
@@ -295,6 +296,15 @@ def markdown(report: EvalReport, rows: list[EvalRow]) -> str:
     return "\n".join(out) + "\n"
 
 
+@dataclass(frozen=True)
+class EvalResult:
+    """One evaluation: the report (sets, verdict, targets) and its rows (each question's answers and scores),
+    as `run_eval` returns it and `load_eval` / `saved_eval` read it back."""
+
+    report: EvalReport
+    rows: list[EvalRow]
+
+
 # ---------------------------------------------------------------- files
 
 def evals_dir(ws: Workspace) -> Path:
@@ -321,17 +331,17 @@ def save_eval(ws: Workspace, report: EvalReport, rows: list[EvalRow]) -> Path:
     return folder
 
 
-def load_eval(ws: Workspace, eval_id: str) -> tuple[EvalReport, list[EvalRow]]:
+def load_eval(ws: Workspace, eval_id: str) -> EvalResult:
     import orjson
 
     folder = evals_dir(ws) / eval_id
     report = EvalReport.model_validate_json((folder / "report.json").read_bytes())
     rows = [EvalRow.model_validate(orjson.loads(line)) for line in (folder / "rows.jsonl").read_bytes().splitlines()
             if line.strip()]
-    return report, rows
+    return EvalResult(report=report, rows=rows)
 
 
-def saved_eval(ws: Workspace, eval_id: str | None = None) -> tuple[EvalReport, list[EvalRow]]:
+def saved_eval(ws: Workspace, eval_id: str | None = None) -> EvalResult:
     """A saved evaluation (the latest when `eval_id` is None); EvalInputError says why it cannot be read."""
     from core.eval.questions import EvalInputError
 

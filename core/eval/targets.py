@@ -137,6 +137,16 @@ def _same_model(ws: Workspace, a: str, b: str) -> bool:
     return Path(ws.abs(a)).resolve() == Path(ws.abs(b)).resolve()
 
 
+def remembered_base(remembered: str | None, tuned) -> str | None:
+    """The base server a tuned server (core.serve.servers.ServerRecord) is compared against when none is named:
+    the one the last eval compared against (workspace state `eval_base_server`), unless the tuned server serves
+    its base beside its adapter (one LoRA server) or is that server itself. A plain `devtune eval` and the
+    Playground's "compare with" both follow it."""
+    if tuned is None or tuned.lora_modules or not remembered or remembered == tuned.id:
+        return None
+    return remembered
+
+
 def resolve_targets(ws: Workspace, ref: str | None = None, *, server: str | None = None,
                     base_server: str | None = None, tuned_server: str | None = None, base_model: str | None = None,
                     tuned_model: str | None = None, key_env: str = KEY_ENV) -> EvalTargets:
@@ -153,8 +163,8 @@ def resolve_targets(ws: Workspace, ref: str | None = None, *, server: str | None
         except ServerError as exc:
             raise EvalInputError(str(exc) + "\n" + _("{how}, or name two servers with --base-server ID "
                                                     "--tuned-server ID", how=lora_server_hint(ws))) from exc
-        remembered = ws.load_state().eval_base_server
-        if not record.lora_modules and remembered and remembered != record.id:
+        remembered = remembered_base(ws.load_state().eval_base_server, record)
+        if remembered:
             return EvalTargets(_server_or_url(ws, remembered, BASE, base_model, key_env),
                                _from_record(ws, record, TUNED))  # the base the last eval compared against
         return _lora_targets(ws, record)

@@ -58,7 +58,8 @@ def test_without_a_held_out_set_only_training_rows(workspace):
 
 def test_the_report_its_table_files_and_the_rows_the_tuned_model_lost(workspace):
     report = write_recorded_eval(workspace)
-    saved, rows = load_eval(workspace, report.id)
+    result = load_eval(workspace, report.id)
+    saved, rows = result.report, result.rows
     assert saved.sets["heldout"].rows == 3 and saved.sets["train"].rows == 2 and len(rows) == 5
     data = saved.to_json()
     assert set(data["sets"]) == {"heldout", "train"}
