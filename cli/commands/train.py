@@ -67,8 +67,17 @@ def _record_json(ws, record) -> dict:
         "launcher": record.launcher,
         "job_id": record.job_id,
         "nodes": record.nodes,
-        "throughput": record.throughput,  # once it ended: tokens/s and MFU over the run
+        "throughput": _speed(ws, record),
     }
+
+
+def _speed(ws, record) -> dict | None:
+    """The speed monitor and the Train step say (the run's snapshot): over the whole run once it ended, over the
+    last minute while it goes ("over": "run" / "window")."""
+    from core.train.watch import run_speed
+
+    speed = run_speed(ws, record)
+    return speed.to_json() if speed is not None else None
 
 
 def run_runs(args) -> int:

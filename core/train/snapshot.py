@@ -17,7 +17,7 @@ an ended run waits for no speed and no ETA.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields, replace
 
 from core.i18n import _
 from core.train.metrics import ProgressSnapshot, stage_metrics_text
@@ -34,28 +34,32 @@ def format_duration(seconds: float | None) -> str:
     return f"{h}:{m:02d}:{s:02d}"
 
 
+# what a RunSnapshot reads through from its ProgressSnapshot (core.train.metrics: each defined there once); its
+# steps_per_s and tokens_per_s are the snapshot's own (the speed said: an ended run's is its record's)
+PROGRESS_FIELDS = frozenset(f.name for f in fields(ProgressSnapshot)) - {"steps_per_s", "tokens_per_s"} | {"fraction"}
+
+
 @dataclass(frozen=True)
 class RunSnapshot:
-    """A run at one moment, computed once (`snapshot_of`); every view of the run is a rendering of it."""
+    """A run at one moment, computed once (`snapshot_of`); every view of the run is a rendering of it.
+
+    Its training numbers are its `progress` (core.train.metrics.ProgressSnapshot: step, total, loss,
+    smoothed_loss, eval_loss, lr, epoch, elapsed_s, eta_s, resumed_at, stage_metrics, anomalies), read through
+    by name (`snap.step` is `snap.progress.step`); its ETA there is the one said (None once the run ended
+    before its last step)."""
 
     record: RunRecord
-    step: int = 0
-    total: int | None = None
-    loss: float | None = None
-    smoothed_loss: float | None = None
-    eval_loss: float | None = None
-    lr: float | None = None
-    epoch: float | None = None
-    elapsed_s: float | None = None  # all segments of a resumed run together
-    eta_s: float | None = None  # None: not measurable yet, or the run ended before its last step
-    resumed_at: tuple[int, ...] = ()
+    progress: ProgressSnapshot = field(default_factory=ProgressSnapshot)
     speed: Throughput | None = None  # steps/s, tokens/s, MFU, advice (see the module's docstring)
-    stage_metrics: tuple[tuple[str, float], ...] = ()  # dpo / kto: the latest (STAGE_METRICS key, value)
-    anomalies: tuple = ()  # the anomalies that hold now (core.train.anomalies.Anomaly), errors first
     stall: object | None = None  # core.train.stalls.Stall while the live run is stalled
     gpus: tuple = ()  # the latest GpuSample per GPU
     gpu_status: dict | None = None  # gpu.status: backend, reason, state
     diagnoses: tuple = ()  # core.train.failures.Diagnosis, once the run failed
+
+    def __getattr__(self, name: str):
+        if name in PROGRESS_FIELDS:  # only names not found on the snapshot itself come here
+            return getattr(object.__getattribute__(self, "progress"), name)
+        raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
 
     # ------------------------------------------------------------ facts of the record
     @property
@@ -81,10 +85,6 @@ class RunSnapshot:
     @property
     def resume_of(self) -> str | None:
         return self.record.resume_of
-
-    @property
-    def fraction(self) -> float | None:
-        return min(1.0, self.step / self.total) if self.total else None
 
     @property
     def steps_per_s(self) -> float | None:
@@ -195,9 +195,5 @@ def snapshot_of(record: RunRecord, progress: ProgressSnapshot, speed: Throughput
     else:  # an ended run waits for nothing: done, or never
         eta = 0.0 if progress.eta_s == 0 else None
         speed = speed.without_advice() if speed is not None else None
-    return RunSnapshot(
-        record=record, step=progress.step, total=progress.total, loss=progress.loss,
-        smoothed_loss=progress.smoothed_loss, eval_loss=progress.eval_loss, lr=progress.lr, epoch=progress.epoch,
-        elapsed_s=progress.elapsed_s, eta_s=eta, resumed_at=progress.resumed_at, speed=speed,
-        stage_metrics=progress.stage_metrics, anomalies=progress.anomalies, stall=stall, gpus=tuple(gpus),
-        gpu_status=gpu_status, diagnoses=tuple(diagnoses))
+    return RunSnapshot(record=record, progress=replace(progress, eta_s=eta), speed=speed, stall=stall,
+                       gpus=tuple(gpus), gpu_status=gpu_status, diagnoses=tuple(diagnoses))

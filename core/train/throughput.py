@@ -219,6 +219,14 @@ class Throughput:
         return cls(TokenRate(number("tokens_per_s"), bool(kept.get("tokens_estimated"))), number("mfu"),
                    bool(kept.get("mfu_applicable", True)), (), number("steps_per_s"), "run")
 
+    @classmethod
+    def kept(cls, record) -> Throughput | None:
+        """The speed an ended run's record keeps (core.train.runs.RunRecord.throughput), the one said of it; None
+        while it runs, or when it ended keeping none (then its metrics' last window is said)."""
+        if record.active or not record.throughput:
+            return None
+        return cls.from_record(record.throughput)
+
     def without_advice(self) -> Throughput:
         return replace(self, advice=())
 

@@ -129,8 +129,9 @@ class RunWatcher:
         """An ended run's speed is what its record keeps (over the whole run); a live run's, the window's."""
         from core.train.throughput import Throughput, run_shape
 
-        if not self.record.active and self.record.throughput:
-            return Throughput.from_record(self.record.throughput)
+        kept = Throughput.kept(self.record)
+        if kept is not None:
+            return kept
         if self._shape is None:
             self._shape = run_shape(self.ws, self.record.config) or False
         return Throughput.of(snap, self._shape or None)
@@ -165,6 +166,14 @@ class RunWatcher:
 def run_snapshot(ws: Workspace, run_id: str) -> RunSnapshot:
     """What devtune says about a run now, from one read of its files (live or ended)."""
     return RunWatcher(ws, run_id).poll().snapshot
+
+
+def run_speed(ws: Workspace, record: RunRecord):
+    """The speed a run's snapshot says (core.train.throughput.Throughput; what monitor and the Train step show),
+    for `devtune runs`: what an ended run's record keeps, else one read of its files (a live run's window)."""
+    from core.train.throughput import Throughput
+
+    return Throughput.kept(record) or run_snapshot(ws, record.id).speed
 
 
 def monitor_report(update: RunUpdate) -> RunSnapshot:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
+
 from cli.main import main
 from core.train.runs import RunStatus, read_record, run_dir
 from core.train.watch import run_snapshot
@@ -92,3 +94,60 @@ def test_a_live_run_is_the_window_and_says_its_eta(workspace):
     rec = place_recorded_run(workspace, "20261201-000000-live", "lf_dpo", RunStatus.RUNNING, None, time.time())
     snap = run_snapshot(workspace, rec.id)
     assert snap.active and snap.speed.over == "window" and "ETA" in snap.progress_line()
+
+
+def _runs_json(capsys, ws) -> dict:
+    capsys.readouterr()
+    assert main(["runs", "--json", "-w", str(ws.root)]) == 0
+    return {r["id"]: r["throughput"] for r in json.loads(capsys.readouterr().out)["runs"]}
+
+
+def _resumed(ws, status: RunStatus):
+    """Run a stopped at its 25th logged step; run b resumes it in the same output folder (its lines after a's,
+    the trainer's clock restarted, the step and token counts going on from the checkpoint)."""
+    from core.train.runs import freeze_trainer_log, write_record
+    from core.train.throughput import run_throughput
+
+    a = place_recorded_run(ws, "20261201-000000-a", "lf_dpo", RunStatus.STOPPED, 0, time.time() - 100)
+    log = ws.root / a.output_dir / "trainer_log.jsonl"
+    lines = log.read_text().splitlines()
+    clock = lambda row: sum(int(x) * m for x, m in zip(row["elapsed_time"].split(":"), (3600, 60, 1)))  # noqa: E731
+    restart = clock(json.loads(lines[25])) - 1
+    resumed = []
+    for line in lines[25:]:
+        row = json.loads(line)
+        row["elapsed_time"] = "0:{:02d}:{:02d}".format(*divmod(clock(row) - restart, 60))
+        resumed.append(json.dumps(row))
+    log.write_text("\n".join(lines[:25]) + "\n")
+    start = log.stat().st_size
+    log.write_text("\n".join(lines[:25] + resumed) + "\n")
+    d = ws.runs_dir / "20261201-000100-b"
+    d.mkdir(parents=True)
+    for name in ("stdout.log", "stderr.log"):
+        (d / name).write_bytes((run_dir(ws, a.id) / name).read_bytes())
+    b = read_record(run_dir(ws, a.id)).model_copy(update={"id": d.name, "resume_of": a.id, "log_start": start,
+                                                          "status": status, "started": time.time() - 30})
+    if not b.active:  # as the supervisor leaves it
+        b.log_frozen = freeze_trainer_log(d, b)
+        b.throughput = run_throughput(ws, d, b)
+    write_record(d, b)
+    return b
+
+
+def test_runs_and_monitor_say_one_speed_for_a_live_run(workspace, capsys):
+    """Issue 29, item 11: `runs --json` said nothing of a run that still goes (its record keeps a speed only
+    once it ends) while monitor said the last minute's; now both say the run's snapshot."""
+    rec = place_recorded_run(workspace, "20261201-000000-live", "lf_dpo", RunStatus.RUNNING, None, time.time())
+    listed = _runs_json(capsys, workspace)[rec.id]
+    shown = json.loads(monitor(capsys, workspace, rec.id, "--json"))["throughput"]
+    assert listed == shown and listed["over"] == "window" and listed["tokens_per_s"] > 0
+
+
+@pytest.mark.parametrize("status", [RunStatus.RUNNING, RunStatus.FINISHED])
+def test_runs_and_monitor_say_one_speed_for_a_resumed_run(workspace, capsys, status):
+    b = _resumed(workspace, status)
+    listed = _runs_json(capsys, workspace)[b.id]
+    shown = json.loads(monitor(capsys, workspace, b.id, "--json"))
+    assert listed == shown["throughput"] and listed["tokens_per_s"] > 0
+    assert shown["resume_of"] == "20261201-000000-a" and shown["step"] == 100
+    assert listed["over"] == ("window" if status is RunStatus.RUNNING else "run")
