@@ -22,7 +22,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.reactive import var
 from textual.widgets import Button, Select, Static, TabbedContent, TabPane
 
-from core.i18n import _, _n
+from core.i18n import _, said_n
 from core.settings import Preferences
 from screens.base import Coalesce, Job, Progress, StepScreen, step_binding
 from screens.data_synth import DocumentsPane
@@ -301,10 +301,10 @@ class DataScreen(StepScreen):
         clean file takes them back (the mark the errors replaced, or the registered dataset's own)."""
         guide = self.query_one(StepGuide)
         if report is not None and report.errors:
-            text = _n("{name}: {n} lint error", "{name}: {n} lint errors", report.errors, name=Path(report.file).name)
+            text = said_n("{name}: {n} lint error", "{name}: {n} lint errors", report.errors, name=Path(report.file).name)
             saved = self.state.step(self.STEP_ID)
             if self._mark_before_lint is None and saved.status.value != "attention":
-                self._mark_before_lint = (saved.status.value, saved.summary)
+                self._mark_before_lint = (saved.status.value, saved.shown_summary())
             guide.show_now("attention", text)
             self.set_status("attention", text)
             return

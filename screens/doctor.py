@@ -16,7 +16,7 @@ from textual.reactive import var
 from textual.widgets import Static, Tree
 from textual.worker import Worker, WorkerState
 
-from core.i18n import _
+from core.i18n import _, said
 from screens.base import Job, StepScreen, step_binding
 from tui.widgets.check_details import CheckDetails
 from tui.widgets.check_tree import CATEGORY_PREFIX, CheckTree
@@ -173,7 +173,8 @@ class DoctorScreen(StepScreen):
         order = [v.id for v in self.verdicts]
         self.report = report = build_report(self.evidence, [self.checks[i] for i in order if i in self.checks])
         self.summary = f"{report.machine_summary} — {counts_line(report)}"
-        self.set_status("attention" if report.failed else "done", f"{report.machine_summary}: {counts_line(report)}")
+        self.set_status("attention" if report.failed else "done",
+                        said("{machine}: {counts}", machine=report.machine_summary, counts=counts_line(report)))
         if whole:
             self.query_one(CheckTree).collapse_not_applicable()
             first = next((c for c in report.checks if c.status == "fail"), None) or \

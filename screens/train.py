@@ -16,7 +16,7 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import var
 from textual.widgets import Button, Log, ProgressBar, Select, Static
 
-from core.i18n import _, _n
+from core.i18n import _, _n, said
 from screens.base import Job, StepScreen, step_binding
 from tui.widgets.diagnosis_box import DiagnosisBox
 from tui.widgets.gpu_panel import GpuPanel
@@ -246,16 +246,18 @@ class TrainScreen(StepScreen):
         if panel.live != u.record.active:
             panel.live = u.record.active
             panel.redraw()
+        from core.train.gpu.choose import status_reason
+
         status = u.snapshot.gpu_status or {}
         if first and u.gpu_samples:
-            panel.load_history(u.gpu_samples, status.get("reason"))
+            panel.load_history(u.gpu_samples, status_reason(status))
         elif u.gpu_samples:
             from core.train.gpu.history import group_ticks
 
             for tick in group_ticks(u.gpu_samples):
-                panel.update_samples(tick, status.get("reason"))
+                panel.update_samples(tick, status_reason(status))
         elif status.get("state") == "no-gpu" and not panel.no_gpu:
-            panel.set_no_gpu(status.get("reason", ""))
+            panel.set_no_gpu(status_reason(status))
 
     def _say_now(self, record) -> None:
         """The status line speaks of the shown run while it runs (a saved outcome is an older run's)."""
@@ -268,10 +270,10 @@ class TrainScreen(StepScreen):
     def _record_outcome(self, u) -> None:
         status = u.record.status.value
         if status == "finished":
-            self.set_status("done", _("run {id} finished", id=u.record.id))
+            self.set_status("done", said("run {id} finished", id=u.record.id))
         elif status == "failed":
-            note = u.record.note or _("exit code {code}", code=u.record.exit_code)
-            self.set_status("attention", _("run {id} failed: {note}", id=u.record.id, note=note))
+            note = u.record.note or said("exit code {code}", code=u.record.exit_code)
+            self.set_status("attention", said("run {id} failed: {note}", id=u.record.id, note=note))
 
     # ------------------------------------------------------------ actions
     @on(Button.Pressed, "#train-start")

@@ -41,7 +41,7 @@ from core.config.templates import BUILTIN, TemplateCatalog
 from core.config.yaml_out import deepspeed_path
 from core.config.yaml_out import render_yaml as _render_yaml
 from core.files.atomic import FileExistsRefused, write_atomic
-from core.i18n import _, _n
+from core.i18n import _, said, said_n
 from core.workspace.layout import Workspace
 
 DEFAULT_CONFIG = "configs/train.yaml"
@@ -383,16 +383,19 @@ def config_saved(path: str, shown: ConfigPreview, *, workspace_config: bool = Tr
 
 
 def summary_line(shown: ConfigPreview) -> str:
-    """One line for the stepper and `devtune config show`."""
+    """One line for the stepper and `devtune config show` (kept as data, core.i18n.Said: the Config step's
+    saved summary is said in the reader's language)."""
     from core.config.memfit import gib, verdict_label
 
     spec = shown.spec
-    where = ((_("CPU") if spec.launch.world_size == 1 else
-              _n("CPU, {n} process", "CPU, {n} processes", spec.launch.world_size))
+    where = ((said("CPU") if spec.launch.world_size == 1 else
+              said_n("CPU, {n} process", "CPU, {n} processes", spec.launch.world_size))
              if spec.launch.device == "cpu" else
              f"{spec.launch.nnodes}×{spec.launch.gpus_per_node} GPU" if spec.launch.nnodes > 1 else
              f"{spec.launch.gpus_per_node} GPU")
     zero = f" ZeRO-{spec.zero_stage}{'+offload' if spec.offload else ''}" if spec.zero_stage is not None else ""
     fit = shown.fit
-    fit_text = (f" · {verdict_label(fit.verdict)} ({gib(fit.per_device_bytes)})" if fit is not None else "")
-    return f"{spec.finetuning_type} · {spec.template or '?'} · {where}{zero}{fit_text}"
+    fit_text = (said(" · {verdict} ({size})", verdict=verdict_label(fit.verdict), size=gib(fit.per_device_bytes))
+                if fit is not None else "")
+    return said("{method} · {template} · {where}{zero}{fit}", method=spec.finetuning_type,
+                template=spec.template or "?", where=where, zero=zero, fit=fit_text)

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from core.config.gpu_catalog import GIB, GpuTarget
 from core.config.model_shapes import LINEAR_MODULES, ModelShape
 from core.config.spec import TrainSpec, effective_precision, value
-from core.i18n import _
+from core.i18n import _, said
 
 FIT_RATIO = 0.85
 NF4_BYTES = (4 + 8 / 64 + 32 / (64 * 256)) / 8  # nf4 + double-quantized absmax constants (QLoRA paper)
@@ -102,8 +102,8 @@ def part_label(key: str) -> str:
 
 
 def verdict_label(verdict: str) -> str:
-    return {"fits": _("fits"), "tight": _("tight"), "does_not_fit": _("does not fit"),
-            "unknown": _("no target GPU")}.get(verdict, verdict)
+    return {"fits": said("fits"), "tight": said("tight"), "does_not_fit": said("does not fit"),
+            "unknown": said("no target GPU")}.get(verdict, verdict)
 
 
 def gib(n: int | float) -> str:

@@ -27,7 +27,7 @@ from core.data.findings import ERROR, WARNING, Finding, finding
 from core.data.lint import LintOptions, LintReport, lint_file
 from core.data.summary import DatasetSummary, save_summary
 from core.files.digest import file_sha256
-from core.i18n import _, _n
+from core.i18n import _, _n, said
 
 NAME = re.compile(r"^[\w.\-]+$")
 FILE_TYPES = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet", ".arrow": "arrow",
@@ -71,7 +71,7 @@ def registered(dataset_file: str, name: str, report: LintReport):
 
     return StateChange(
         chosen={"dataset_file": dataset_file, "dataset_name": name},
-        steps={"data": StepMark(StepStatus.DONE, _("dataset {name}: {rows}, {errors}, {warnings}", name=name,
+        steps={"data": StepMark(StepStatus.DONE, said("dataset {name}: {rows}, {errors}, {warnings}", name=name,
                                                    rows=counted("row", report.rows),
                                                    errors=counted("error", report.errors),
                                                    warnings=counted("warning", report.warnings)))})

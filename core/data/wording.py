@@ -10,27 +10,28 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from core.data.findings import ERROR, INFO, WARNING
-from core.i18n import _, _n
+from core.i18n import _, said_n
 
-# One `_n` per noun: both forms are catalog keys (core.i18n.catalog_keys reads the literals).
+# One `said_n` per noun: both forms are catalog keys (core.i18n.catalog_keys reads the literals); a count is
+# kept as data (core.i18n.Said), so a saved summary that holds one is said again in the reader's language.
 _COUNTS: dict[str, Callable[[int], str]] = {
-    "row": lambda n: _n("{n} row", "{n} rows", n),
-    "line": lambda n: _n("{n} line", "{n} lines", n),
-    "file": lambda n: _n("{n} file", "{n} files", n),
-    "error": lambda n: _n("{n} error", "{n} errors", n),
-    "warning": lambda n: _n("{n} warning", "{n} warnings", n),
-    "info": lambda n: _n("{n} info", "{n} info", n),
-    "finding": lambda n: _n("{n} finding", "{n} findings", n),
-    "duplicate": lambda n: _n("{n} duplicate", "{n} duplicates", n),
-    "conflict": lambda n: _n("{n} conflict", "{n} conflicts", n),
-    "character": lambda n: _n("{n} character", "{n} characters", n),
-    "chunk": lambda n: _n("{n} chunk", "{n} chunks", n),
-    "document": lambda n: _n("{n} document", "{n} documents", n),
-    "pair": lambda n: _n("{n} pair", "{n} pairs", n),
-    "request": lambda n: _n("{n} request", "{n} requests", n),
-    "retry": lambda n: _n("{n} retry", "{n} retries", n),
-    "token": lambda n: _n("{n} token", "{n} tokens", n),
-    "page": lambda n: _n("{n} page", "{n} pages", n),
+    "row": lambda n: said_n("{n} row", "{n} rows", n),
+    "line": lambda n: said_n("{n} line", "{n} lines", n),
+    "file": lambda n: said_n("{n} file", "{n} files", n),
+    "error": lambda n: said_n("{n} error", "{n} errors", n),
+    "warning": lambda n: said_n("{n} warning", "{n} warnings", n),
+    "info": lambda n: said_n("{n} info", "{n} info", n),
+    "finding": lambda n: said_n("{n} finding", "{n} findings", n),
+    "duplicate": lambda n: said_n("{n} duplicate", "{n} duplicates", n),
+    "conflict": lambda n: said_n("{n} conflict", "{n} conflicts", n),
+    "character": lambda n: said_n("{n} character", "{n} characters", n),
+    "chunk": lambda n: said_n("{n} chunk", "{n} chunks", n),
+    "document": lambda n: said_n("{n} document", "{n} documents", n),
+    "pair": lambda n: said_n("{n} pair", "{n} pairs", n),
+    "request": lambda n: said_n("{n} request", "{n} requests", n),
+    "retry": lambda n: said_n("{n} retry", "{n} retries", n),
+    "token": lambda n: said_n("{n} token", "{n} tokens", n),
+    "page": lambda n: said_n("{n} page", "{n} pages", n),
 }
 NOUNS = tuple(_COUNTS)
 

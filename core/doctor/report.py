@@ -16,7 +16,7 @@ from core.doctor.model import (
     status_label,
 )
 from core.files.atomic import FileExistsRefused, write_new
-from core.i18n import _
+from core.i18n import _, said
 
 def text_mark(status: str) -> str:
     """A check's status mark in the text report, in the reader's language."""
@@ -27,7 +27,7 @@ EVIDENCE_LINES = 80  # lines of each tool's output kept in the Markdown appendix
 
 def counts_line(report: DoctorReport) -> str:
     c = report.counts()
-    return _("failing: {fail}, warnings: {warn}, ok: {ok}, not applicable: {skip}",
+    return said("failing: {fail}, warnings: {warn}, ok: {ok}, not applicable: {skip}",
              fail=c[FAIL], warn=c[WARN], ok=c[OK], skip=c[SKIP])
 
 

@@ -64,6 +64,69 @@ def _n(one: str, many: str, n: int, /, **values: object) -> str:
     return _translate(one if n == 1 else many, {"n": n, **values})
 
 
+class Said(str):
+    """A message that keeps its words as data: the text in the language of the moment it was said (it is a
+    str, so it prints, joins and compares as one), and its catalog key with its values, so that what is saved
+    (a step's summary in state.json, an export check, a GPU sampler's reason) is said again in the reader's
+    language when it is shown (`again()`, `from_data(to_data())`). A value may be a Said itself (a count with
+    its noun); any other value is kept as a number or as its text."""
+
+    key: str
+    values: dict
+    many: str  # the plural key of a count (`said_n`); "" for a plain message
+
+    def __new__(cls, key: str, values: dict | None = None, many: str = "") -> Said:
+        values = dict(values or {})
+        n = values.get("n")
+        text = _translate(many if many and n != 1 else key, values)
+        self = super().__new__(cls, text)
+        self.key, self.values, self.many = key, values, many
+        return self
+
+    def again(self) -> str:
+        """The message in the current language (its Said values too)."""
+        values = {k: v.again() if isinstance(v, Said) else v for k, v in self.values.items()}
+        return _translate(self.many if self.many and values.get("n") != 1 else self.key, values)
+
+    def to_data(self) -> dict:
+        """{"key", "args" (and "many")}: JSON for a file; a Said value is such a dict, another value its number
+        or text."""
+        args = {k: v.to_data() if isinstance(v, Said) else v if isinstance(v, (int, float, bool)) or v is None
+                else str(v) for k, v in self.values.items()}
+        return {"key": self.key, "args": args, **({"many": self.many} if self.many else {})}
+
+    @classmethod
+    def from_data(cls, data: dict) -> Said:
+        """A Said from `to_data()`'s dict, worded in the current language."""
+        args = {k: cls.from_data(v) if isinstance(v, dict) else v for k, v in (data.get("args") or {}).items()}
+        return cls(str(data.get("key", "")), args, str(data.get("many") or ""))
+
+    def __reduce__(self):
+        return Said, (self.key, self.values, self.many)
+
+
+def said(message: str, /, **values: object) -> Said:
+    """`_()` for words that are kept (saved to a file, shown later, maybe in another language): the same text
+    now, and its key and values to say it again (Said). A catalog key like any `_()` literal."""
+    return Said(message, values)
+
+
+def said_n(one: str, many: str, n: int, /, **values: object) -> Said:
+    """`_n()` kept as data (see `said`)."""
+    return Said(one, {"n": n, **values}, many)
+
+
+def reworded(text: str, data: dict | None) -> str:
+    """Saved text in the reader's language: `data` (Said.to_data()) said again where it was saved, else the
+    text as it was written (a file from before words were kept, or text that was never a catalog message)."""
+    if data and data.get("key"):
+        try:
+            return Said.from_data(data)
+        except (TypeError, ValueError, AttributeError):
+            return text
+    return text
+
+
 def set_language(lang: str) -> None:
     """Switch the language for this process (used by --lang and the tests)."""
     if lang not in LANGUAGES:

@@ -1,5 +1,5 @@
-"""Keep the message catalogs complete: every literal `_("...")` (and both of `_n("one", "many", n)`) in the
-source must be in both.
+"""Keep the message catalogs complete: every literal `_("...")` (and both of `_n("one", "many", n)`; `said` and
+`said_n`, the kept forms, alike) in the source must be in both.
 
     python -m core.i18n.catalog_keys            # report keys missing from en.json / zh.json (exit 1 if any)
     python -m core.i18n.catalog_keys --update   # add missing keys to en.json (identity) and list what zh lacks;
@@ -32,7 +32,7 @@ def extract_keys(root: Path = ROOT) -> dict[str, str]:
             for node in ast.walk(tree):
                 if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
                     continue
-                literals = {"_": 1, "_n": 2}.get(node.func.id, 0)  # _(key, ...), _n(one, many, n, ...)
+                literals = {"_": 1, "_n": 2, "said": 1, "said_n": 2}.get(node.func.id, 0)  # _(key, ...), _n(one, ...)
                 for arg in node.args[:literals]:
                     if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                         found.setdefault(arg.value, f"{path.relative_to(root)}:{node.lineno}")

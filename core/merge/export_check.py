@@ -23,10 +23,11 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from core.files.atomic import write_atomic
-from core.i18n import _, _n
+from core.i18n import _, said, said_n
+from core.i18n.kept_words import KeptWords
 from core.merge.chat_template import (
     TemplateRenderError,
     first_difference,
@@ -47,14 +48,14 @@ def verdict_label(verdict: str) -> str:
     return {OK: _("ok"), WARN: _("warning"), FAIL: _("error")}.get(verdict, verdict)
 
 
-class ExportFinding(BaseModel):
+class ExportFinding(KeptWords):
     level: str  # ok | warning | error
     what: str
     detail: str = ""
     fix: str = ""
 
 
-class TemplateCheck(BaseModel):
+class TemplateCheck(KeptWords):
     template: str | None  # LLaMA-Factory's template of the run
     source: str | None  # the file the exported chat template came from
     match: bool | None  # None: could not be compared
@@ -63,7 +64,7 @@ class TemplateCheck(BaseModel):
     note: str = ""
 
 
-class NumericCheck(BaseModel):
+class NumericCheck(KeptWords):
     ran: bool
     ok: bool | None = None
     max_abs_diff: float | None = None
@@ -74,7 +75,7 @@ class NumericCheck(BaseModel):
     note: str = ""
 
 
-class ExportReport(BaseModel):
+class ExportReport(KeptWords):
     export_dir: str
     run_id: str | None = None
     checked: float = Field(default_factory=time.time)
@@ -93,8 +94,8 @@ class ExportReport(BaseModel):
         from core.workspace.changes import StateChange, StepMark
         from core.workspace.step_status import StepStatus
 
-        mark = (StepMark(StepStatus.ATTENTION, _("{dir}: the check found a problem", dir=self.export_dir))
-                if self.verdict == FAIL else StepMark(StepStatus.DONE, _("merged into {dir}", dir=self.export_dir)))
+        mark = (StepMark(StepStatus.ATTENTION, said("{dir}: the check found a problem", dir=self.export_dir))
+                if self.verdict == FAIL else StepMark(StepStatus.DONE, said("merged into {dir}", dir=self.export_dir)))
         return StateChange(chosen={"export_dir": self.export_dir}, steps={"merge": mark})
 
 
@@ -107,6 +108,7 @@ def save_report(ws: Workspace, report: ExportReport) -> Path:
 
 
 def load_report(ws: Workspace, export_dir: str | Path) -> ExportReport | None:
+    """The saved check, its words said in the reader's language (the check may have run in another: KeptWords)."""
     try:
         return ExportReport.model_validate_json((report_dir(ws, export_dir) / "check.json").read_bytes())
     except (OSError, ValueError):
@@ -137,34 +139,35 @@ def weight_files(d: Path) -> tuple[list[Path], list[str]]:
 def check_files(export_dir: Path) -> list[ExportFinding]:
     d = Path(export_dir)
     if not d.is_dir():
-        return [ExportFinding(level=FAIL, what=_("merged folder"), detail=_("{dir} does not exist", dir=str(d)),
-                        fix=_("run `devtune merge` first"))]
+        return [ExportFinding(level=FAIL, what=said("merged folder"), detail=said("{dir} does not exist", dir=str(d)),
+                        fix=said("run `devtune merge` first"))]
     out: list[ExportFinding] = []
     out.append(ExportFinding(level=OK, what="config.json") if (d / "config.json").is_file() else
-               ExportFinding(level=FAIL, what="config.json", detail=_("missing: no server can load the model"),
-                       fix=_("re-run the export")))
+               ExportFinding(level=FAIL, what="config.json", detail=said("missing: no server can load the model"),
+                       fix=said("re-run the export")))
     files, problems = weight_files(d)
     if problems:
-        out.append(ExportFinding(level=FAIL, what=_("weights"), detail="; ".join(problems), fix=_("re-run the export")))
+        out.append(ExportFinding(level=FAIL, what=said("weights"), detail="; ".join(problems), fix=said("re-run the export")))
     elif not files:
-        out.append(ExportFinding(level=FAIL, what=_("weights"), detail=_("no *.safetensors or *.bin weights"),
-                           fix=_("re-run the export")))
+        out.append(ExportFinding(level=FAIL, what=said("weights"), detail=said("no *.safetensors or *.bin weights"),
+                           fix=said("re-run the export")))
     else:
         size = sum(f.stat().st_size for f in files)
         legacy = any(f.suffix == ".bin" for f in files)
-        out.append(ExportFinding(level=WARN if legacy else OK, what=_("weights"),
-                           detail=_n("{n} file, {mb:.1f} MB", "{n} files, {mb:.1f} MB", len(files), mb=size / 1e6)
-                           + (_("; legacy .bin format") if legacy else ""),
-                           fix=_("export with export_legacy_format: false") if legacy else ""))
+        out.append(ExportFinding(level=WARN if legacy else OK, what=said("weights"),
+                           detail=said("{files}{legacy}", legacy=said("; legacy .bin format") if legacy else "",
+                                       files=said_n("{n} file, {mb:.1f} MB", "{n} files, {mb:.1f} MB", len(files),
+                                                    mb=size / 1e6)),
+                           fix=said("export with export_legacy_format: false") if legacy else ""))
     tokenizer = [n for n in ("tokenizer.json", "tokenizer.model", "vocab.json", "tiktoken.model")
                  if (d / n).is_file()]
-    out.append(ExportFinding(level=OK, what=_("tokenizer"), detail=", ".join(tokenizer)) if tokenizer else
-               ExportFinding(level=FAIL, what=_("tokenizer"), detail=_("no tokenizer files"),
-                       fix=_("copy the base model's tokenizer files into the folder, or re-run the export")))
+    out.append(ExportFinding(level=OK, what=said("tokenizer"), detail=", ".join(tokenizer)) if tokenizer else
+               ExportFinding(level=FAIL, what=said("tokenizer"), detail=said("no tokenizer files"),
+                       fix=said("copy the base model's tokenizer files into the folder, or re-run the export")))
     out.append(ExportFinding(level=OK, what="generation_config.json") if (d / "generation_config.json").is_file() else
                ExportFinding(level=WARN, what="generation_config.json",
-                       detail=_("missing: servers fall back to their own sampling defaults and stop tokens"),
-                       fix=_("copy generation_config.json from the base model")))
+                       detail=said("missing: servers fall back to their own sampling defaults and stop tokens"),
+                       fix=said("copy generation_config.json from the base model")))
     return out
 
 
@@ -234,40 +237,40 @@ def check_template(ws: Workspace, export_dir: Path, template: str | None, tokeni
                    ) -> tuple[TemplateCheck, ExportFinding]:
     source = read_chat_template(export_dir)
     if not template:
-        note = _("the run names no LLaMA-Factory template, so it trained with the tokenizer's own chat template")
+        note = said("the run names no LLaMA-Factory template, so it trained with the tokenizer's own chat template")
         return (TemplateCheck(template=None, source=source.file, match=None, note=note),
-                ExportFinding(level=OK if source.text else WARN, what=_("chat template"), detail=note,
-                        fix="" if source.text else _("pass --chat-template when serving")))
+                ExportFinding(level=OK if source.text else WARN, what=said("chat template"), detail=note,
+                        fix="" if source.text else said("pass --chat-template when serving")))
     try:
         reference = lf_reference(ws, Path(tokenizer_dir or export_dir), template)
     except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
-        note = _("LLaMA-Factory's template {name} could not be rendered: {error}", name=template, error=str(exc))
+        note = said("LLaMA-Factory's template {name} could not be rendered: {error}", name=template, error=str(exc))
         return (TemplateCheck(template=template, source=source.file, match=None, note=note),
-                ExportFinding(level=WARN, what=_("chat template"), detail=note))
+                ExportFinding(level=WARN, what=said("chat template"), detail=note))
     tokens = special_tokens(export_dir)
     differences = compare_templates(reference, source.text, tokens)
     check = TemplateCheck(template=template, source=source.file, match=not differences, differences=differences)
     if not differences:
-        return check, ExportFinding(level=OK, what=_("chat template"),
-                              detail=_("{file} renders exactly what training saw with template {name}",
+        return check, ExportFinding(level=OK, what=said("chat template"),
+                              detail=said("{file} renders exactly what training saw with template {name}",
                                        file=source.file, name=template))
     fixed = _write_fixed_template(ws, export_dir, reference, tokens)
     check.fixed_template = fixed
     first = differences[0]
-    detail = _("the exported chat template ({file}) differs from LLaMA-Factory's template {name} at character "
+    detail = said("the exported chat template ({file}) differs from LLaMA-Factory's template {name} at character "
                "{index} of probe {probe}: training saw {expected!r}, a server would send {actual!r}",
                file=source.file or "-", name=template, index=first["index"], probe=first["probe"],
                expected=first["expected"], actual=first["actual"])
     if fixed:
-        fix = _("devtune serve passes --chat-template {file} (LLaMA-Factory's {name} template as Jinja) to vLLM; "
+        fix = said("devtune serve passes --chat-template {file} (LLaMA-Factory's {name} template as Jinja) to vLLM; "
                 "by hand: {python} -m vllm.entrypoints.openai.api_server --model {model} --chat-template {file}. "
                 "Or re-export with the template the tokenizer was made for", file=fixed, name=template,
                 model=ws.rel(export_dir), python=_serve_python())
     else:
-        fix = _("serve with `devtune serve --backend llamafactory` (it formats prompts with template {name}), "
+        fix = said("serve with `devtune serve --backend llamafactory` (it formats prompts with template {name}), "
                 "or retrain with the template that matches the tokenizer's chat template", name=template)
     check.note = fix
-    return check, ExportFinding(level=FAIL, what=_("chat template"), detail=detail, fix=fix)
+    return check, ExportFinding(level=FAIL, what=said("chat template"), detail=detail, fix=fix)
 
 
 def _serve_python() -> str:
@@ -301,16 +304,16 @@ def weights_bytes(d: Path) -> int:
 def check_numerics(ws: Workspace, base: str, adapter: str | None, merged: Path,
                    max_bytes: int = NUMERIC_MAX_BYTES) -> NumericCheck:
     if not adapter:
-        return NumericCheck(ran=False, note=_("no adapter was merged (full or freeze fine-tuning)"))
+        return NumericCheck(ran=False, note=said("no adapter was merged (full or freeze fine-tuning)"))
     size = weights_bytes(merged)
     if size > max_bytes:
-        return NumericCheck(ran=False, note=_("skipped: {gb:.1f} GB of weights; the numeric check runs on models "
+        return NumericCheck(ran=False, note=said("skipped: {gb:.1f} GB of weights; the numeric check runs on models "
                                               "up to {limit:.1f} GB", gb=size / 1e9, limit=max_bytes / 1e9))
     try:
         result = _run_probe(["logits", str(ws.abs(base)) if ws.abs(base).exists() else base,
                              str(ws.abs(adapter)), str(merged)])
     except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
-        return NumericCheck(ran=False, note=_("the numeric check could not run: {error}", error=str(exc)))
+        return NumericCheck(ran=False, note=said("the numeric check could not run: {error}", error=str(exc)))
     dtype = result.get("stored_dtype") or "float32"
     tolerance = TOLERANCE.get(dtype, TOLERANCE["bfloat16"])
     relative = result["max_abs_diff"] / max(1.0, result["max_abs_logit"])
@@ -320,14 +323,14 @@ def check_numerics(ws: Workspace, base: str, adapter: str | None, merged: Path,
 
 def numeric_finding(check: NumericCheck) -> ExportFinding:
     if not check.ran:
-        return ExportFinding(level=OK, what=_("merge numbers"), detail=check.note)
-    detail = _("max |Δlogit| {diff:.2e} ({rel:.1e} of the largest logit; tolerance {tol:.0e} for {dtype}); "
+        return ExportFinding(level=OK, what=said("merge numbers"), detail=check.note)
+    detail = said("max |Δlogit| {diff:.2e} ({rel:.1e} of the largest logit; tolerance {tol:.0e} for {dtype}); "
                "same top token at {agree:.0%} of positions", diff=check.max_abs_diff, rel=check.relative,
                tol=check.tolerance, dtype=check.stored_dtype, agree=check.top1_agree)
     if check.ok:
-        return ExportFinding(level=OK, what=_("merge numbers"), detail=detail)
-    return ExportFinding(level=FAIL, what=_("merge numbers"), detail=detail,
-                   fix=_("the merged model does not compute what base + adapter compute: check that the base model "
+        return ExportFinding(level=OK, what=said("merge numbers"), detail=detail)
+    return ExportFinding(level=FAIL, what=said("merge numbers"), detail=detail,
+                   fix=said("the merged model does not compute what base + adapter compute: check that the base model "
                          "is the one the adapter was trained on, and re-export"))
 
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
+from core.i18n import reworded
+
 
 class StepStatus(str, Enum):
     NOT_STARTED = "not_started"
@@ -23,6 +25,20 @@ class StepStatus(str, Enum):
 class StepPeek:
     status: StepStatus = StepStatus.NOT_STARTED
     summary: str = ""
+    summary_key: str = ""  # the summary as data (core.workspace.state.StepRecord)
+    summary_args: dict = field(default_factory=dict)
+    summary_many: str = ""
+
+    def shown_summary(self) -> str:
+        return shown_summary(self)
+
+
+def shown_summary(record) -> str:
+    """A step's saved summary (StepRecord or StepPeek) in the reader's language: said again from its key and
+    values, or its text as written (a state from before summaries were kept as data)."""
+    data = ({"key": record.summary_key, "args": record.summary_args, "many": record.summary_many}
+            if record.summary_key else None)
+    return reworded(record.summary, data)
 
 
 @dataclass(frozen=True)
@@ -49,7 +65,9 @@ def peek_state(path: Path) -> StatePeek:
                 status = StepStatus(record.get("status", "not_started"))
             except ValueError:
                 status = StepStatus.NOT_STARTED
-            steps[str(step_id)] = StepPeek(status, str(record.get("summary") or ""))
+            args = record.get("summary_args")
+            steps[str(step_id)] = StepPeek(status, str(record.get("summary") or ""), str(record.get("summary_key") or ""),
+                                           args if isinstance(args, dict) else {}, str(record.get("summary_many") or ""))
     settings = raw.get("settings") if isinstance(raw.get("settings"), dict) else {}
     current = raw.get("current_step") if isinstance(raw.get("current_step"), str) else "data"
     return StatePeek(current, steps, {str(k): str(v) for k, v in settings.items()})

@@ -5,7 +5,7 @@ for>", or "! <what needs attention>". It reads the wizard state; it parses nothi
 
 What the step shows now comes first: a screen that has something current to say (the open file's lint
 errors, the run that is going) says it with `show_now(status, text)` and takes it back with `show_now(None)`;
-the saved step record is shown otherwise. This widget is the one place that decides the line, so a saved
+the saved step record is shown otherwise, said in the reader's language (its summary is kept as data). This widget is the one place that decides the line, so a saved
 summary about another file or an older run never stands above what is on the screen."""
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ class StepGuide(Static):
         if status == "done":
             here = ids.index(self.step_id) if self.step_id in ids else -1
             nxt = steps[here + 1] if 0 <= here < len(ids) - 1 else None
-            head = Content.styled("✓ " + (record.summary or _("done")), "$success")
+            head = Content.styled("✓ " + (record.shown_summary() or _("done")), "$success")
             if nxt is None:
                 tail = Content("  " + _("— the journey is complete."))  # what it achieved is the summary: core's
             else:
@@ -67,7 +67,8 @@ class StepGuide(Static):
             self.update(head + tail)
             self.add_class("-visible")
         elif status == "attention":
-            self.update(Content.styled("! " + (record.summary or _("needs attention")), "$warning"))
+            self.update(Content.styled("! " + (record.shown_summary() or _("needs attention")),
+                                       "$warning"))
             self.add_class("-visible")
         else:
             self.remove_class("-visible")

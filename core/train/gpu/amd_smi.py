@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from core.i18n import _
+from core.i18n import _, said
 from core.train.gpu.backend import GpuBackendUnavailable, run_tool
 from core.train.gpu.sample import (
     MIB,
@@ -179,22 +179,22 @@ class AmdSmiCliBackend:
 
 def open_amd_smi_cli(run=run_tool) -> AmdSmiCliBackend:
     if run is run_tool and shutil.which("amd-smi") is None:
-        raise GpuBackendUnavailable(_("{tool} not found on PATH", tool="amd-smi"))
+        raise GpuBackendUnavailable(said("{tool} not found on PATH", tool="amd-smi"))
     text = run(STATIC_ARGV)
     if "Permission needed" in text.split("{", 1)[0].split("[", 1)[0]:
-        raise GpuBackendUnavailable(_("amd-smi cannot open /dev/kfd (Permission denied): add your user to "
+        raise GpuBackendUnavailable(said("amd-smi cannot open /dev/kfd (Permission denied): add your user to "
                                       "the render group and log in again"))
     try:
         static = parse_static(text)
     except ValueError as exc:
-        raise GpuBackendUnavailable(_("{command} gave no JSON ({error})", command="amd-smi static",
+        raise GpuBackendUnavailable(said("{command} gave no JSON ({error})", command="amd-smi static",
                                       error=exc)) from None
     backend = AmdSmiCliBackend(static, run)
     try:
         first = backend.sample()
     except ValueError as exc:
-        raise GpuBackendUnavailable(_("{command} gave no JSON ({error})", command="amd-smi metric",
+        raise GpuBackendUnavailable(said("{command} gave no JSON ({error})", command="amd-smi metric",
                                       error=exc)) from None
     if not first:
-        raise GpuBackendUnavailable(_("{tool} lists no GPU", tool="amd-smi"))
+        raise GpuBackendUnavailable(said("{tool} lists no GPU", tool="amd-smi"))
     return backend

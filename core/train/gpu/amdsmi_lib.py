@@ -18,7 +18,7 @@ import io
 import time
 from typing import Any
 
-from core.i18n import _
+from core.i18n import said
 from core.train.gpu.amd_smi import assign_cards
 from core.train.gpu.backend import GpuBackendUnavailable
 from core.train.gpu.sample import (
@@ -40,14 +40,14 @@ def import_amdsmi():
         with contextlib.redirect_stdout(held):
             import amdsmi
     except ModuleNotFoundError:
-        raise GpuBackendUnavailable(_("the amdsmi Python package is not installed "
+        raise GpuBackendUnavailable(said("the amdsmi Python package is not installed "
                                       "(on ROCm: pip install /opt/rocm/share/amd_smi)")) from None
     except (ImportError, OSError, KeyError) as exc:
         printed = held.getvalue().strip().splitlines()
         detail = printed[0] if printed else f"{type(exc).__name__}: {exc}"
-        raise GpuBackendUnavailable(_("the amdsmi library cannot load ({detail})", detail=detail[:160])) from None
+        raise GpuBackendUnavailable(said("the amdsmi library cannot load ({detail})", detail=detail[:160])) from None
     except AttributeError as exc:
-        raise GpuBackendUnavailable(_("the amdsmi binding does not match the installed library ({detail})",
+        raise GpuBackendUnavailable(said("the amdsmi binding does not match the installed library ({detail})",
                                       detail=str(exc)[:160])) from None
     return amdsmi
 
@@ -155,13 +155,13 @@ def open_amdsmi_lib(lib: Any = None) -> AmdSmiLibBackend:
     try:
         lib.amdsmi_init()
     except Exception as exc:  # AmdSmiLibraryException: DRIVER_NOT_LOADED, NO_PERM, ...
-        raise GpuBackendUnavailable(_("amdsmi_init failed ({detail})", detail=str(exc)[:160])) from None
+        raise GpuBackendUnavailable(said("amdsmi_init failed ({detail})", detail=str(exc)[:160])) from None
     try:
         backend = AmdSmiLibBackend(lib)
     except Exception as exc:
         _call(lib.amdsmi_shut_down)
-        raise GpuBackendUnavailable(_("amdsmi could not list the GPUs ({detail})", detail=str(exc)[:160])) from None
+        raise GpuBackendUnavailable(said("amdsmi could not list the GPUs ({detail})", detail=str(exc)[:160])) from None
     if not backend.handles:
         backend.close()
-        raise GpuBackendUnavailable(_("{tool} lists no GPU", tool="amdsmi"))
+        raise GpuBackendUnavailable(said("{tool} lists no GPU", tool="amdsmi"))
     return backend

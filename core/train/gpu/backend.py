@@ -11,7 +11,7 @@ from __future__ import annotations
 import subprocess
 from typing import Protocol
 
-from core.i18n import _
+from core.i18n import said
 from core.processes.helpers import run_helper
 from core.train.gpu.sample import GpuSample
 
@@ -35,14 +35,14 @@ def run_tool(argv: list[str], timeout: float = TOOL_TIMEOUT) -> str:
     try:
         proc = run_helper(argv, timeout=timeout)
     except FileNotFoundError:
-        raise GpuBackendUnavailable(_("{tool} not found on PATH", tool=argv[0])) from None
+        raise GpuBackendUnavailable(said("{tool} not found on PATH", tool=argv[0])) from None
     except subprocess.TimeoutExpired:
-        raise GpuBackendUnavailable(_("{tool} did not answer within {seconds} s", tool=argv[0],
+        raise GpuBackendUnavailable(said("{tool} did not answer within {seconds} s", tool=argv[0],
                                        seconds=f"{timeout:.0f}")) from None
     except OSError as exc:
         raise GpuBackendUnavailable(f"{argv[0]}: {exc}") from None
     if proc.returncode != 0:
         last = (proc.stderr.strip() or proc.stdout.strip()).splitlines()[-1:] or [""]
-        raise GpuBackendUnavailable(_("{command} exited {code}: {message}", command=" ".join(argv[:2]),
+        raise GpuBackendUnavailable(said("{command} exited {code}: {message}", command=" ".join(argv[:2]),
                                       code=proc.returncode, message=last[0][:160]))
     return proc.stdout

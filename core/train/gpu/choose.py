@@ -3,7 +3,9 @@
 Automatic order: the amdsmi library, the `amd-smi` CLI, `rocm-smi`, NVML, keeping those of the vendor the
 machine trains on (core.setup.machine_kind: an AMD iGPU beside an NVIDIA card gets NVML). The reason names the
 backend chosen and why each one before it was passed over, so the panel can show it; where none
-works, the reason says plainly that this machine has no GPU (a CPU run) and why each failed.
+works, the reason says plainly that this machine has no GPU (a CPU run) and why each failed. The reason is
+a Said (core.i18n): the sampler, a process of its own, saves it as data beside its text, so the panel says
+it in the reader's language (`status_reason`).
 
 `DEVTUNE_GPU_BACKEND` forces a choice: `amdsmi`, `amd-smi`, `rocm-smi`, `nvml`, `none`, or
 `replay:<path to a gpu.jsonl>` (what the CPU demo uses; nothing pretends a GPU exists otherwise).
@@ -14,7 +16,7 @@ from __future__ import annotations
 import os
 from typing import Callable
 
-from core.i18n import _
+from core.i18n import Said, said
 from core.setup.machine_kind import MachineKind
 from core.train.gpu.backend import GpuBackend, GpuBackendUnavailable
 
@@ -27,8 +29,34 @@ VENDOR_BACKENDS = {"rocm": ("amdsmi", "amd-smi", "rocm-smi"), "nvidia": ("nvml",
 
 def backend_label(name: str) -> str:
     """A GPU backend as people read it in the reason line ("amdsmi library", "amd-smi CLI", ...)."""
-    return {"amdsmi": _("amdsmi library"), "amd-smi": _("amd-smi CLI"), "rocm-smi": "rocm-smi", "nvml": "NVML",
-            "replay": _("replay")}.get(name, name)
+    return {"amdsmi": said("amdsmi library"), "amd-smi": said("amd-smi CLI"), "rocm-smi": "rocm-smi",
+            "nvml": "NVML", "replay": said("replay")}.get(name, name)
+
+
+def why_unavailable(exc: GpuBackendUnavailable) -> str:
+    """What a backend said when it could not open: its Said, kept as data (or the library's own text)."""
+    first = exc.args[0] if exc.args else ""
+    return first if isinstance(first, Said) else str(exc)
+
+
+def listed(items: list) -> str:
+    """Reasons one after another ("a; b; c"), kept as data when they are."""
+    if not items:
+        return ""
+    out = items[0]
+    for item in items[1:]:
+        out = said("{first}; {then}", first=out, then=item)
+    return out
+
+
+def status_reason(status: dict | None) -> str:
+    """A sampler's status file's reason in the reader's language: said again from `reason_words` (the sampler
+    ran in its own process and language), else its text as written."""
+    from core.i18n import reworded
+
+    status = status or {}
+    words = status.get("reason_words")
+    return reworded(str(status.get("reason") or ""), words if isinstance(words, dict) else None)
 
 
 def _openers() -> dict[str, Callable[[], GpuBackend]]:
@@ -55,10 +83,10 @@ def choose_backend(prefer: str | None = None, *, replay: str | os.PathLike | Non
         try:
             prefer = current().gpu_backend
         except BadInput as exc:  # the front-ends stop on it first; a sampler says it and samples nothing
-            return None, str(exc)
+            return None, exc.args[0] if exc.args and isinstance(exc.args[0], Said) else str(exc)
     prefer = (prefer or "auto").strip()
     if prefer == "none":
-        return None, _("GPU sampling is off ({var}=none)", var=ENV_BACKEND)
+        return None, said("GPU sampling is off ({var}=none)", var=ENV_BACKEND)
     if prefer.startswith("replay:"):
         from core.train.gpu.history import open_replay
 
@@ -66,13 +94,13 @@ def choose_backend(prefer: str | None = None, *, replay: str | os.PathLike | Non
         try:
             backend = open_replay(path)
         except GpuBackendUnavailable as exc:
-            return None, _("replay of {file} failed: {why}", file=path, why=str(exc))
-        return backend, _("replay of {file} (recorded samples, not this machine's GPUs)", file=path)
+            return None, said("replay of {file} failed: {why}", file=path, why=why_unavailable(exc))
+        return backend, said("replay of {file} (recorded samples, not this machine's GPUs)", file=path)
     real = openers is None
     openers = openers if openers is not None else _openers()
     if prefer != "auto":
         if prefer not in openers:
-            return None, _("unknown GPU backend {name!r}; choose one of {names}", name=prefer,
+            return None, said("unknown GPU backend {name!r}; choose one of {names}", name=prefer,
                            names=", ".join((*AUTO_ORDER, "replay:PATH", "none")))
         order = (prefer,)
     else:
@@ -82,23 +110,23 @@ def choose_backend(prefer: str | None = None, *, replay: str | os.PathLike | Non
             machine = probe_this_machine()
         vendor = VENDOR_BACKENDS.get(machine.kind if machine else "", AUTO_ORDER)
         order = tuple(name for name in AUTO_ORDER if name in openers and name in vendor)
-    failures: list[str] = []
+    failures: list[str] = []  # Said "{backend}: {why}" of each backend that did not open
     for name in order:
         try:
             backend = openers[name]()
         except GpuBackendUnavailable as exc:
-            failures.append(f"{backend_label(name)}: {exc}")
+            failures.append(said("{backend}: {why}", backend=backend_label(name), why=why_unavailable(exc)))
             continue
-        aside = (" " + _("(not sampled: {gpus})", gpus="; ".join(machine.set_aside))) \
-            if prefer == "auto" and machine and machine.set_aside else ""
+        aside = (said(" (not sampled: {gpus})", gpus="; ".join(machine.set_aside))
+                 if prefer == "auto" and machine and machine.set_aside else "")
         if failures:
-            return backend, _("{backend} (passed over: {failures})", backend=backend_label(name),
-                              failures="; ".join(failures)) + aside
-        return backend, backend_label(name) + aside
+            return backend, said("{backend} (passed over: {failures}){aside}", backend=backend_label(name),
+                                 failures=listed(failures), aside=aside)
+        return backend, said("{backend}{aside}", backend=backend_label(name), aside=aside)
     if prefer != "auto":
-        return None, _("the {backend} backend does not work here: {why}", backend=backend_label(prefer),
-                       why=failures[0].split(": ", 1)[1])
+        return None, said("the {backend} backend does not work here: {why}", backend=backend_label(prefer),
+                          why=failures[0].values["why"])
     if machine and machine.kind != "cpu":
-        return None, _("none of the {kind} GPU backends works: {failures}", kind=machine.kind,
-                       failures="; ".join(failures))
-    return None, _("no GPU on this machine (CPU run): {failures}", failures="; ".join(failures))
+        return None, said("none of the {kind} GPU backends works: {failures}", kind=machine.kind,
+                          failures=listed(failures))
+    return None, said("no GPU on this machine (CPU run): {failures}", failures=listed(failures))

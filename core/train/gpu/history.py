@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from core.files.tail import LineTail
-from core.i18n import _
+from core.i18n import _, said
 from core.train.gpu.backend import GpuBackendUnavailable
 from core.train.gpu.sample import GpuSample
 
@@ -171,5 +171,5 @@ class ReplayBackend:
 def open_replay(path: str | os.PathLike, *, loop: bool = True) -> ReplayBackend:
     ticks = group_ticks(read_history(path))
     if not ticks:
-        raise GpuBackendUnavailable(_("no GPU samples in {file}", file=str(path)))
+        raise GpuBackendUnavailable(said("no GPU samples in {file}", file=str(path)))
     return ReplayBackend(ticks, loop=loop, source=str(path))

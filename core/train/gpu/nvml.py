@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from core.i18n import _
+from core.i18n import said
 from core.train.gpu.backend import GpuBackendUnavailable
 from core.train.gpu.sample import GpuProcess, GpuSample
 
@@ -94,7 +94,7 @@ def open_nvml(lib: Any = None) -> NvmlBackend:
         try:
             import pynvml as lib
         except ImportError:
-            raise GpuBackendUnavailable(_("nvidia-ml-py is not installed")) from None
+            raise GpuBackendUnavailable(said("nvidia-ml-py is not installed")) from None
     try:
         lib.nvmlInit()
     except Exception as exc:  # NVMLError_LibraryNotFound, NVMLError_DriverNotLoaded, ...
@@ -106,5 +106,5 @@ def open_nvml(lib: Any = None) -> NvmlBackend:
         raise GpuBackendUnavailable(str(exc)[:160] or type(exc).__name__) from None
     if not backend.handles:
         backend.close()
-        raise GpuBackendUnavailable(_("{tool} lists no GPU", tool="NVML"))
+        raise GpuBackendUnavailable(said("{tool} lists no GPU", tool="NVML"))
     return backend

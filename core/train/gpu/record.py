@@ -129,18 +129,22 @@ def record_until(out: str | os.PathLike, until_pid: int | None = None, status_fi
     """Record until `until_pid` ends (or stop_event is set, or max_seconds pass); returns the ticks recorded."""
     from core.train.gpu.choose import backend_label, choose_backend
 
+    from core.i18n import Said
+
     status_path = Path(status_file) if status_file else None
     reason = ""
     if backend is None:
         backend, reason = choose_backend(prefer)
+    # the reason as data too (choose.status_reason): the panel says it in its reader's language, not this process's
+    words = {"reason_words": reason.to_data()} if isinstance(reason, Said) else {}
     started = time.time()
     if backend is None:
-        _write_status(status_path, backend=None, reason=reason, state="no-gpu", started=started, ended=started,
-                      ticks=0, pid=os.getpid())
+        _write_status(status_path, backend=None, reason=reason, **words, state="no-gpu", started=started,
+                      ended=started, ticks=0, pid=os.getpid())
         return 0
     name = backend_label(backend.name)
-    _write_status(status_path, backend=backend.name, reason=reason or name, state="recording", started=started,
-                  ticks=0, pid=os.getpid(), out=str(out))
+    _write_status(status_path, backend=backend.name, reason=reason or name, **words, state="recording",
+                  started=started, ticks=0, pid=os.getpid(), out=str(out))
     deadline = None if max_seconds is None else time.monotonic() + max_seconds
     recorder = GpuRecorder(backend, out, interval=interval)
     if stop_event is not None:
@@ -152,7 +156,7 @@ def record_until(out: str | os.PathLike, until_pid: int | None = None, status_fi
         return deadline is not None and time.monotonic() >= deadline
 
     recorder.run(should_stop)
-    _write_status(status_path, backend=backend.name, reason=reason or name,
+    _write_status(status_path, backend=backend.name, reason=reason or name, **words,
                   state="failed" if recorder.failures >= MAX_FAILURES else "ended", started=started,
                   ended=time.time(), ticks=recorder.ticks, last_error=recorder.last_error, pid=os.getpid(),
                   out=str(out))

@@ -19,7 +19,7 @@ import shutil
 import time
 from dataclasses import dataclass
 
-from core.i18n import _
+from core.i18n import _, said
 from core.train.gpu.backend import GpuBackendUnavailable, run_tool
 from core.train.gpu.sample import GpuSample, as_int, as_number, pick_temperature
 
@@ -103,13 +103,13 @@ class RocmSmiBackend:
 
 def open_rocm_smi(run=run_tool) -> RocmSmiBackend:
     if run is run_tool and shutil.which("rocm-smi") is None:
-        raise GpuBackendUnavailable(_("{tool} not found on PATH", tool="rocm-smi"))
+        raise GpuBackendUnavailable(said("{tool} not found on PATH", tool="rocm-smi"))
     try:
         static = parse_static(run(STATIC_ARGV))
         backend = RocmSmiBackend(static, run)
         first = backend.sample()
     except ValueError as exc:
-        raise GpuBackendUnavailable(_("{command} gave no JSON ({error})", command="rocm-smi", error=exc)) from None
+        raise GpuBackendUnavailable(said("{command} gave no JSON ({error})", command="rocm-smi", error=exc)) from None
     if not first:
-        raise GpuBackendUnavailable(_("{tool} lists no GPU", tool="rocm-smi"))
+        raise GpuBackendUnavailable(said("{tool} lists no GPU", tool="rocm-smi"))
     return backend
