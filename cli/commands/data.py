@@ -268,6 +268,9 @@ def run_fix(args) -> int:
         err(_("internal error: {rows_in} in but {rows_out} + {rejected} out", rows_in=counted("row", report.rows_in),
               rows_out=report.rows_out, rejected=report.rows_rejected))
         return EXIT_USAGE
+    if report.nothing_written():
+        err(report.nothing_written())
+        return EXIT_PROBLEMS
     return EXIT_PROBLEMS if report.pending else EXIT_OK
 
 
@@ -284,7 +287,10 @@ def run_convert(args) -> int:
         emit_json(report.to_json())
     else:
         print("\n".join(report.lines()))
-    return EXIT_OK if report.rows_out else EXIT_PROBLEMS
+    if report.nothing_written():
+        err(report.nothing_written())
+        return EXIT_PROBLEMS
+    return EXIT_OK
 
 
 # ------------------------------------------------------------------ register / stats

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from core.data.findings import Finding, finding
+from core.data.html_text import html_remnants
 from core.i18n import _, _n
 
 ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff"
@@ -110,6 +111,11 @@ def check_texts(texts, output: str, line: int, out: list[Finding], *, pii: bool 
                 line=line, kind=pii_label(kind), values=value, fields=", ".join(dict.fromkeys(fields))))
             item.values = (value,)
             out.append(item)
+    html = [(f, found) for f, t in texts if t and (found := html_remnants(t))]
+    if html:
+        out.append(finding("html", line, _(
+            "L{line}: HTML in {fields} ({found}); the model learns the markup; fix --yes turns it into plain text",
+            line=line, fields=", ".join(f for f, _h in html), found=" ".join(html[0][1]))))
     bad = [f for f, t in texts if MOJIBAKE.search(t)]
     if bad:
         out.append(finding("mojibake", line, _(

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 
+from core.data.html_text import HTML_HINT
 EMAIL_HINT = re.compile(rb"[A-Za-z0-9._%+-]@")
 INTL_HINT = re.compile(rb"\+[1-9]")
 DIGIT_HINTS = (
@@ -59,6 +60,8 @@ def hit_positions(body: bytes) -> list[int]:
                 pos += [m.start() for m in rx.finditer(body)]
     if find(b"\\") >= 0:
         pos += [m.start() for m in ESCAPED.finditer(body)]
+    if find(b"<") >= 0 or find(b"&") >= 0:  # HTML left in the text (core.data.html_text)
+        pos += [m.start() for m in HTML_HINT.finditer(body)]
     return pos
 
 

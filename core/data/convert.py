@@ -28,6 +28,7 @@ from core.data.fix import FixRefused, FixReport, RowWriter, default_rejects_path
 from core.data.reader import CSV, EMPTY, TEXT, probe_file
 from core.data.schema import ALPACA, MESSAGES, SHAREGPT, detect_schema
 from core.data.speaker_tags import speaker_counts
+from core.data.spreadsheet import SPREADSHEET_SUFFIXES
 from core.data.sources import ConvertError, Unit, csv_units, json_units, text_units
 from core.i18n import _, _n
 
@@ -65,6 +66,8 @@ class ConvertReport(FixReport):
 # ------------------------------------------------------------------ detection
 
 def detect_source(path: Path) -> str:
+    if Path(path).suffix.lower() in SPREADSHEET_SUFFIXES:  # a workbook's sheets are tables (core.data.spreadsheet)
+        return "csv"
     probe = probe_file(path)
     if probe.layout == CSV:
         return "csv"

@@ -38,6 +38,8 @@ _RULES = (
     Rule("duplicate-key", 11, ERROR, CONFIRM, "key repeated in one object"),
     Rule("lone-surrogate", 12, ERROR, CONFIRM, "lone surrogate escape"),
     Rule("sharegpt-roles", 13, ERROR, NONE, "conversation roles out of order"),
+    Rule("dangling-turn", 13, WARNING, SAFE, "unanswered last turn (trimmed, the rest kept)"),
+    Rule("html", 26, WARNING, CONFIRM, "HTML tags or entities in the text"),
     Rule("dataset-info", 14, ERROR, SAFE, "dataset_info.json entry"),
     Rule("not-an-object", 2, ERROR, NONE, "row is not a JSON object"),
     Rule("not-json", 2, ERROR, NONE, "file is not JSON"),

@@ -25,6 +25,7 @@ from core.files.atomic import FileExistsRefused, atomic_open
 from core.data import content
 from core.data.json_repair import diagnose, duplicate_keys
 from core.data.findings import CONFIRM, SAFE
+from core.data.html_text import html_remnants, strip_html
 from core.data.lint import LintOptions, LintReport, lint_file
 from core.data.pii_keep import keep_for
 from core.data.reader import CSV, EMPTY, TEXT, TEXT_COLUMN, ReadNotes, is_text_file, iter_records, probe_file
@@ -62,6 +63,7 @@ class FixReport:
     pending: Counter = field(default_factory=Counter)  # confirm fixes not applied (rows rejected): rule → rows
     kept_unfixed: Counter = field(default_factory=Counter)  # confirm fixes not applied (rows written without)
     reasons: Counter = field(default_factory=Counter)  # why rows were rejected: reason → rows
+    trimmed: int = 0  # parts cut from rows that were written (listed in the rejects file, "trimmed": true)
     written: bool = False
     preview: list[dict] = field(default_factory=list)  # the first output rows (for the screen)
     rejected_preview: list[dict] = field(default_factory=list)
@@ -80,7 +82,18 @@ class FixReport:
         return {"source": self.source, "output": self.output, "rejects": self.rejects, "rows_in": self.rows_in,
                 "rows_out": self.rows_out, "rows_rejected": self.rows_rejected, "changes": dict(self.changes),
                 "needs_yes": dict(self.pending), "not_applied": self.not_applied(),
-                "rejected_because": dict(self.reasons), "written": self.written}
+                "rejected_because": dict(self.reasons), "trimmed": self.trimmed, "written": self.written,
+                "nothing_written": self.nothing_written()}
+
+    def nothing_written(self) -> str | None:
+        """Why no row was written (a command that writes none does not succeed), or None."""
+        if self.rows_out:
+            return None
+        if not self.rows_in:
+            return _("no rows were written: {file} holds none", file=self.source)
+        reason = self.reasons.most_common(1)[0][0] if self.reasons else ""
+        return _("no rows were written: every row went to {rejects} (most often: {reason})",
+                 rejects=self.rejects, reason=reason)
 
     def lines(self) -> list[str]:
         from core.data.wording import counted
@@ -92,6 +105,9 @@ class FixReport:
             out.append(_("  fixed    {rule}: {rows}", rule=rule, rows=counted("row", n)))
         for reason, n in self.reasons.most_common():
             out.append(_("  rejected {n}: {reason}", n=n, reason=reason))
+        if self.trimmed:
+            out.append(_("  trimmed  {n}: an unanswered last turn cut, the row written (listed in the rejects "
+                         "file)", n=self.trimmed))
         if self.pending:  # said for both front-ends: --yes, or the Data step's confirmation box
             out.append(_("  not applied without confirmation (rows moved to the rejects file): {what}",
                          what=", ".join(f"{rule} ({n})" for rule, n in sorted(self.pending.items()))))
@@ -152,6 +168,18 @@ class RowWriter:
             self.out.write(str(row.get(self.text_column, "")).encode("utf-8", "surrogatepass") + b"\n")
         elif self.out is not None:
             self.out.write(self.dumps(row) + b"\n")
+
+    def trimmed(self, line: int, part: Any) -> None:
+        """What a fix cut from a row it wrote (an unanswered last turn): listed in the rejects file with
+        "trimmed": true; the row itself is in the output, so it counts there, not as a reject."""
+        self.r.trimmed += 1
+        item = {"line": int(line), "rule": "dangling-turn", "trimmed": True,
+                "reason": _("the last turn had no answer: trimmed; the answered exchanges were written"),
+                "raw": part}
+        if len(self.r.rejected_preview) < self.preview:
+            self.r.rejected_preview.append(item)
+        if self.rej is not None:
+            self.rej.write(self.dumps(item) + b"\n")
 
     def reject(self, line: int, reason: str, rule: str, raw: bytes | str) -> None:
         self.r.rows_rejected += 1
@@ -228,6 +256,7 @@ class _RowFixer:
         known = {schema.prompt, schema.query, schema.response, schema.history, schema.system, *canon}
         self.extra_keys = [k for k in lint.keys if k not in known] if self.canonical else []
         self.unfixed: list[str] = []  # the fixes `yes` would apply to the row at hand (without yes)
+        self.trimmed: Any = None  # the unanswered last turn cut from the row at hand
 
     # -- records
     def record(self, rec, w: RowWriter) -> None:
@@ -281,6 +310,7 @@ class _RowFixer:
     def value(self, value: Any, line: int, raw: bytes, rules: list[str], w: RowWriter) -> None:
         rules = list(rules)
         self.unfixed = []
+        self.trimmed = None
         row = self.canonical_row(value, line, rules)
         if isinstance(row, str):  # a reason to reject
             w.reject(line, row, rules[-1] if rules else "missing-keys", raw)
@@ -298,6 +328,8 @@ class _RowFixer:
         for rule in dict.fromkeys(self.unfixed):
             self.r.kept_unfixed[rule] += 1
         w.row(row)
+        if self.trimmed is not None:
+            w.trimmed(line, self.trimmed)
 
     def content(self, row: dict) -> bytes:
         """What makes two fixed rows the same: the columns LLaMA-Factory reads (alpaca), the whole row
@@ -331,6 +363,9 @@ class _RowFixer:
         rules += [f.rule for f in findings if f.fix in (SAFE, CONFIRM) and f.rule != "whitespace"]
         if not self.canonical:
             row = {k: v if k in self.verbatim else self._clean_strings(v, rules) for k, v in value.items()}
+            if "dangling-turn" in by_rule:  # the unanswered last turn goes, the answered exchanges stay
+                self.trimmed = value[schema.messages][-1]
+                row[schema.messages] = row[schema.messages][:-1]
             if schema.task == PRETRAIN and not str(row.get(schema.prompt) or "").strip():
                 if self.yes:
                     rules.append("empty-output")
@@ -394,13 +429,18 @@ class _RowFixer:
                 fixed = content.unmangle(masked)
                 if fixed != masked:
                     rules.append("mojibake")
-                return fixed
+                plain = strip_html(fixed)
+                if plain != fixed:
+                    rules.append("html")
+                return plain
             if _PII_OR_MOJIBAKE.search(cleaned):  # what --yes would change (most texts skip the exact checks)
                 masked = content.mask_pii(cleaned, self.keep)
                 if masked != cleaned:
                     self.unfixed.append("pii")
                 if content.unmangle(masked) != masked:
                     self.unfixed.append("mojibake")
+            if html_remnants(cleaned, 1):
+                self.unfixed.append("html")
             return cleaned
         if isinstance(row, dict):
             return {k: self._clean_strings(v, rules) for k, v in row.items()}

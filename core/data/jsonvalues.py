@@ -161,3 +161,48 @@ def iter_json_values(path: Path, enc: EncodingGuess, notes: ReadNotes, *, array:
     if enc.encoding == GB18030:
         notes.transcoded_lines = max(notes.transcoded_lines, 1)
         notes.first_transcoded_line = notes.first_transcoded_line or 1
+
+
+def iter_nested_values(path: Path, enc: EncodingGuess, notes: ReadNotes, at: tuple[str, ...]):
+    """(line, value) of each element of the array at key path `at` inside the one JSON object of the file
+    (core/data/nested_json.py chose it). The document is decoded whole: it was parsed whole to choose."""
+    from json.decoder import scanstring
+
+    handler = CountingErrors()
+    text = "".join(iter_text_chunks(path, enc, handler)).lstrip("\ufeff")
+    decoder = json.JSONDecoder()
+    pos = _WS.match(text, 0).end()
+    line, counted = 1, 0
+
+    def ws(i: int) -> int:
+        return _WS.match(text, i).end()
+
+    for want in at:
+        if text[pos] != "{":
+            return
+        pos = ws(pos + 1)
+        while text[pos] == '"':
+            key, pos = scanstring(text, pos + 1)
+            pos = ws(ws(pos) + 1)  # past ':'
+            if key == want:
+                break
+            _v, pos = decoder.raw_decode(text, pos)
+            pos = ws(pos)
+            pos = ws(pos + 1) if text[pos] == "," else pos
+        else:
+            return
+        pos = ws(pos)
+    if text[pos] != "[":
+        return
+    pos = ws(pos + 1)
+    while pos < len(text) and text[pos] != "]":
+        line += text.count("\n", counted, pos)
+        counted = pos
+        value, pos = decoder.raw_decode(text, pos)
+        yield line, value
+        pos = ws(pos)
+        pos = ws(pos + 1) if pos < len(text) and text[pos] == "," else pos
+    notes.lines = notes.last_line = line + text.count("\n", counted)
+    if handler.count:
+        notes.invalid_lines += handler.count
+        notes.first_invalid_line = notes.first_invalid_line or 1

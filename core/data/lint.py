@@ -24,13 +24,14 @@ from core.data.duplicates import find_duplicates
 from core.data.lint_progress import LintProgress
 from core.data.parallel_scan import merge_parts, plan_spans, run_parts
 from core.data.pii_keep import keep_for
+from core.data.nested_json import NestedRows
 from core.data.reader import (CSV, EMPTY, JSON_ARRAY, JSON_STREAM, JSONL, TEXT, FileProbe, ReadNotes,
                                  is_text_file, iter_records, probe_file)
 from core.data.scan import PartResult, ScanContext, paused_gc, scan_records, severity_of_key_change
 from core.data.schema import ALPACA, FEEDBACK, UNKNOWN, Schema, detect_schema
 from core.data.stats import DatasetStats, StatsAccumulator, build_stats
 from core.data.text_dataset import text_dataset
-from core.data.wording import convert_hint_paths
+from core.data.wording import convert_hint_paths, counted
 from core.i18n import _, _n
 
 SCHEMA_SAMPLE_ROWS = 200
@@ -214,6 +215,8 @@ def _file_findings(probe: FileProbe, notes: ReadNotes, merged: PartResult, schem
         out.append(finding("json-array", 1, _(
             "L1: the file is a JSON array, not JSON Lines; LLaMA-Factory loads it but its preview and streaming "
             "do not; fix writes JSON Lines"), severity=sev))
+    if probe.nested:
+        out.append(finding("json-array", 1, nested_note(probe.nested), severity=WARNING))
     if probe.layout == JSON_STREAM:
         out.append(finding("json-array", 1, _(
             "L1: pretty-printed objects one after another, not one per line; datasets cannot load this; fix "
@@ -265,6 +268,15 @@ def _file_findings(probe: FileProbe, notes: ReadNotes, merged: PartResult, schem
                 "columns map, or fix renames them (with --yes)", prompt=schema.prompt, response=schema.response),
                 severity=INFO))
     return out
+
+
+def nested_note(nested: NestedRows) -> str:
+    """What lint, fix and convert say about such a file."""
+    said = _("L1: {rows} found under {where}, inside one JSON object; fix writes them as JSON Lines",
+             rows=counted("row", nested.rows), where=nested.where)
+    if nested.ignored:
+        said += _("; left out beside them: {keys}", keys=", ".join(nested.ignored[:12]))
+    return said
 
 
 def _not_a_dataset(probe: FileProbe) -> Finding:

@@ -17,15 +17,17 @@ Nothing here raises on bad content: a broken value is still a Record; judging it
 from __future__ import annotations
 
 import codecs
+import functools
 import os
 from pathlib import Path
 from typing import Iterator
 
 from core.data.encoding import (BOM_UTF8, GB18030, UTF8, CountingErrors, EncodingGuess, decode_line, guess_encoding,
                                  iter_text_chunks)
-from core.data.jsonvalues import iter_json_values
-from core.data.records import (BLOCK, CSV, EMPTY, JSON_ARRAY, JSON_STREAM, JSONL, MAX_ELEMENT_CHARS, TEXT,  # noqa: F401
-                               FileProbe, ReadNotes, Record)
+from core.data.jsonvalues import iter_json_values, iter_nested_values
+from core.data.nested_json import NestedRows, find_rows, flat_row
+from core.data.records import (BLOCK, CSV, EMPTY, JSON_ARRAY, JSON_LAYOUTS, JSON_NESTED, JSON_STREAM,  # noqa: F401
+                               JSONL, MAX_ELEMENT_CHARS, TEXT, FileProbe, ReadNotes, Record)
 from core.i18n import _
 
 def _first_text(path: Path, enc: EncodingGuess, limit: int = 64 * 1024) -> str:
@@ -64,7 +66,33 @@ def probe_file(path: str | os.PathLike) -> FileProbe:
         layout = JSONL  # JSON by name: lint shows what is wrong line by line
     else:
         layout = TEXT
-    return FileProbe(p, size, enc, layout, first_line[:120])
+    nested = None
+    if layout in (JSONL, JSON_STREAM) and stripped[0] == "{":
+        st = p.stat()
+        nested = _nested_rows(str(p), st.st_size, st.st_mtime_ns, enc)
+        layout = JSON_NESTED if nested else layout
+    return FileProbe(p, size, enc, layout, first_line[:120], nested)
+
+
+@functools.lru_cache(maxsize=32)
+def _nested_rows(path: str, _size: int, _mtime: int, enc: EncodingGuess) -> NestedRows | None:
+    """The rows inside a file that is one JSON object which is no row itself (an API response): None for
+    JSON Lines, objects back to back, a single row."""
+    import orjson
+
+    from core.data.schema import UNKNOWN, detect_schema
+
+    values = iter_json_values(Path(path), enc, ReadNotes(), array=False)
+    first = next(values, None)
+    if first is None or next(values, None) is not None:
+        return None
+    try:
+        doc = orjson.loads(first.raw)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(doc, dict) or detect_schema([doc]).kind != UNKNOWN:
+        return None
+    return find_rows(doc)
 
 
 # ---------------------------------------------------------------- JSON Lines (UTF-8 / GB18030 bytes)
@@ -250,6 +278,12 @@ def iter_records(probe: FileProbe, notes: ReadNotes | None = None) -> Iterator[R
     enc = probe.encoding
     if is_text_file(probe):
         yield from iter_text_rows(probe, notes)
+    elif probe.layout == JSON_NESTED and probe.nested:
+        import orjson
+
+        how = "utf-16" if enc.encoding.startswith("utf-16") else UTF8 if enc.is_utf8 else enc.python_codec
+        for line, value in iter_nested_values(probe.path, enc, notes, probe.nested.at):
+            yield Record(line, orjson.dumps(flat_row(value, probe.nested.unwrap)), -1, how)
     elif probe.layout in (JSON_ARRAY, JSON_STREAM):
         yield from iter_json_values(probe.path, enc, notes, array=probe.layout == JSON_ARRAY)
     elif probe.layout == EMPTY:
@@ -284,6 +318,8 @@ def input_problem(path: str | os.PathLike) -> str | None:
         return _("{path} cannot be read: {reason}", path=p, reason=os_reason(exc))
     from core.data.encoding import BINARY, guess_encoding
 
-    if guess_encoding(p).encoding == BINARY:
+    from core.data.spreadsheet import is_spreadsheet
+
+    if guess_encoding(p).encoding == BINARY and not is_spreadsheet(p):
         return _("{path} is binary data, not a text dataset (JSON Lines, JSON, CSV or plain text)", path=p)
     return None

@@ -6,11 +6,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.data.encoding import UTF8, EncodingGuess
+from core.data.nested_json import NestedRows
 
 BLOCK = 1 << 20
 MAX_ELEMENT_CHARS = 512 << 20  # an element larger than this is cut and reported as truncated
 
 JSONL, JSON_ARRAY, JSON_STREAM, TEXT, CSV, EMPTY = "jsonl", "json-array", "json-stream", "text", "csv", "empty"
+JSON_NESTED = "json-nested"  # one JSON object whose rows are an array under a key path (core/data/nested_json.py)
+JSON_LAYOUTS = (JSONL, JSON_ARRAY, JSON_STREAM, JSON_NESTED)
 
 
 @dataclass(slots=True)
@@ -53,5 +56,6 @@ class FileProbe:
     path: Path
     size: int
     encoding: EncodingGuess
-    layout: str  # jsonl | json-array | json-stream | text | csv | empty
+    layout: str  # jsonl | json-array | json-stream | json-nested | text | csv | empty
     first_line: str  # the first non-blank line, shortened (for messages)
+    nested: NestedRows | None = None  # json-nested: where the rows are and what beside them is left out

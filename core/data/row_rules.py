@@ -377,6 +377,12 @@ def _check_conversation(value: dict, line: int, schema: Schema, out: list[Findin
         texts.append((str(role), content))
     if schema.task == PREFERENCE:
         return _conversation_pair(value, line, schema, out, turns, texts)
+    if len(turns) % 2 and len(turns) > 1:  # an unanswered last question: the answered exchanges stay
+        out.append(finding("dangling-turn", line, _(
+            "L{line}: the last turn (turn {turn}) has no answer; LLaMA-Factory skips the whole row (Invalid "
+            "message count); fix trims that turn and keeps the answered exchanges", line=line, turn=len(turns))))
+        texts = texts[:-1]
+        turns = turns[:-1]
     if len(turns) % 2 != 0 or not turns:
         out.append(finding("sharegpt-roles", line, _n(
             "L{line}: {n} turn after the system turn; LLaMA-Factory needs user/assistant pairs (Invalid "

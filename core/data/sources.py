@@ -12,7 +12,7 @@ from typing import Any, Iterator
 
 from core.errors import BadInput
 from core.data.csv_table import csv_reader
-from core.data.reader import JSON_ARRAY, JSON_STREAM, JSONL, ReadNotes, iter_records, iter_text_lines, probe_file
+from core.data.reader import JSON_LAYOUTS, ReadNotes, iter_records, iter_text_lines, probe_file
 from core.data.schema import ALIASES, detect_schema
 from core.data.speaker_tags import CHAT as _CHAT, QA as _QA, TIME as _TIME
 from core.i18n import _, _n
@@ -94,19 +94,36 @@ def text_units(path: Path, mode: str, report) -> Iterator[Unit]:
 # ------------------------------------------------------------------ CSV
 
 def csv_units(path: Path, columns: dict[str, str] | None, report) -> Iterator[Unit]:
+    """A CSV/TSV table's rows, or each sheet's of a spreadsheet (core.data.spreadsheet), as units."""
+    from core.data.spreadsheet import is_spreadsheet, read_tables
+
+    if is_spreadsheet(path):
+        tables = list(read_tables(path, names_question_and_answer))
+        if not tables:
+            raise ConvertError(_("{file}: no sheet has a header row (two filled cells in a row)", file=path))
+        for table in tables:
+            yield from table_units(path, table.header, table.rows, columns, where=table.name)
+        return
     reader = csv_reader(path)
     header = next(reader, None)
     if not header:
         raise ConvertError(_("{file}: no header row", file=path))
-    header = [h.strip().lstrip("\ufeff") for h in header]
-    cols = _pick_columns(header, columns, path)
-    for n, row in enumerate(reader, start=2):
+    rows = ((reader.line_num or n, row) for n, row in enumerate(reader, start=2))
+    yield from table_units(path, [h.strip().lstrip("\ufeff") for h in header], rows, columns)
+
+
+def table_units(path: Path, header: list[str], rows, columns: dict[str, str] | None, where: str = "") \
+        -> Iterator[Unit]:
+    """The rows of a table (line, cells) below its header as units: the columns named by `columns`, or guessed
+    from the header; `where` (a sheet's name) starts each unit's raw text."""
+    cols = _pick_columns(header, columns, path if not where else f"{path} [{where}]")
+    strict = not where  # a sheet's rows end where their cells end: no cell count to hold them to
+    for line, row in rows:
         if not any(c.strip() for c in row):
             continue
-        line = reader.line_num or n
         get = {name: (row[i].strip() if i < len(row) else "") for name, i in cols.items()}
-        unit = Unit(line, raw=",".join(row))
-        if len(row) != len(header):
+        unit = Unit(line, raw=(f"{where}!{line}: " if where else "") + ",".join(row))
+        if strict and len(row) != len(header):
             unit.problem = _n("{n} cell, the header has {want}", "{n} cells, the header has {want}", len(row),
                               want=len(header))
         elif not get.get("instruction") or not get.get("output"):
@@ -114,6 +131,15 @@ def csv_units(path: Path, columns: dict[str, str] | None, report) -> Iterator[Un
         unit.turns = [("user", get.get("instruction", "")), ("assistant", get.get("output", ""))]
         unit.context = get.get("input", "")
         yield unit
+
+
+def names_question_and_answer(header: list[str]) -> bool:
+    """Whether a row of cells reads as a header naming a question and an answer column."""
+    try:
+        _pick_columns(header, None, Path(""))
+    except ConvertError:
+        return False
+    return True
 
 
 def _pick_columns(header: list[str], columns: dict[str, str] | None, path: Path) -> dict[str, int]:
@@ -152,7 +178,7 @@ def json_units(path: Path, kind: str) -> Iterator[Unit]:
     from core.data.lint import sample_rows
 
     probe = probe_file(path)
-    if probe.layout not in (JSONL, JSON_ARRAY, JSON_STREAM):
+    if probe.layout not in JSON_LAYOUTS:
         raise ConvertError(_("{file} is not JSON; use --from chatlog, qa or csv", file=path))
     schema = detect_schema(v for _r, v in sample_rows(probe))
     for rec in iter_records(probe, ReadNotes()):

@@ -174,7 +174,7 @@ def test_schemas(tmp_path):
     odd = '{"conversations": [{"from": "human", "value": "a"}, {"from": "gpt", "value": "b"}, {"from": "human", ' \
           '"value": "c"}]}'
     ok = '{"conversations": [{"from": "human", "value": "a"}, {"from": "gpt", "value": "bbbbbbbbbbbb"}]}'
-    assert ("sharegpt-roles", 2) in rules_at(lint_text(tmp_path, ok + "\n" + odd + "\n"))
+    assert ("dangling-turn", 2) in rules_at(lint_text(tmp_path, ok + "\n" + odd + "\n"))  # trimmed by fix
 
 
 def test_key_set_change_after_10_mib_is_an_error(tmp_path):
