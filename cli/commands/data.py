@@ -57,8 +57,12 @@ def register(sub, add_common) -> list[str]:
     conv.add_argument("file", metavar="SRC")
     conv.add_argument("-o", "--output", required=True, metavar="OUT")
     conv.add_argument("--from", dest="source_format", default="auto",
-                      choices=("auto", "chatlog", "qa", "csv", "sharegpt", "messages"),
+                      choices=("auto", "chatlog", "qa", "csv", "sharegpt", "messages", "transcript"),
                       help=_("the source format (default: detected)"))
+    conv.add_argument("--agent", action="append", default=[], metavar="NAME",
+                      help=_("a chat transcript's speaker who answers (repeatable; default: detected)"))
+    conv.add_argument("--customer", action="append", default=[], metavar="NAME",
+                      help=_("a chat transcript's speaker who asks (repeatable; default: detected)"))
     conv.add_argument("--columns", metavar="MAP",
                       help=_("CSV columns, e.g. instruction=customer_question,output=agent_reply[,input=context]"))
     conv.add_argument("--rejects", metavar="REJ",
@@ -282,7 +286,8 @@ def run_convert(args) -> int:
     refuse_input(path)
     with reading(path):
         report = convert_file(path, out, source_format=args.source_format, columns=parse_columns(args.columns),
-                              rejects=rejects, force=args.force)
+                              rejects=rejects, force=args.force, agents=tuple(args.agent),
+                              customers=tuple(args.customer))
     if args.json:
         emit_json(report.to_json())
     else:

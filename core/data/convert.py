@@ -10,6 +10,9 @@
   or guessed from the header.
 - sharegpt / messages: the system turn into `system`, earlier pairs into `history`.
 - JSON with question/answer (or other alias) keys: renamed, `context` into `input`.
+- chat transcripts without speaker tags (WeChat, WeCom, QQ, DingTalk, Feishu, WhatsApp, Telegram, LINE,
+  helpdesk JSON/CSV): the header pattern, the speakers and who answers are learned from the file
+  (`core.data.transcripts`); `agents` / `customers` correct the roles.
 
 Every source unit (session, pair, CSV row, JSON row; read by `core.data.sources`) ends in the output or
 in the rejects file.
@@ -27,12 +30,12 @@ from typing import Any, Iterator
 from core.data.fix import FixRefused, FixReport, RowWriter, default_rejects_path
 from core.data.reader import CSV, EMPTY, TEXT, probe_file
 from core.data.schema import ALPACA, MESSAGES, SHAREGPT, detect_schema
-from core.data.speaker_tags import speaker_counts
+from core.data.speaker_tags import tag_counts
 from core.data.spreadsheet import SPREADSHEET_SUFFIXES
 from core.data.sources import ConvertError, Unit, csv_units, json_units, text_units
 from core.i18n import _, _n
 
-SOURCES = ("auto", "chatlog", "qa", "csv", "sharegpt", "messages")
+SOURCES = ("auto", "chatlog", "qa", "csv", "sharegpt", "messages", "transcript")
 
 
 @dataclass
@@ -40,10 +43,14 @@ class ConvertReport(FixReport):
     source_format: str = ""
     ignored_lines: list[int] = field(default_factory=list)
     notes: Counter = field(default_factory=Counter)
+    detected: Any = None  # a transcript's TranscriptSummary: its layout, conversations, agents, customers
 
     def to_json(self) -> dict:
-        return {**super().to_json(), "from": self.source_format, "ignored_lines": self.ignored_lines[:100],
-                "notes": dict(self.notes)}
+        out = {**super().to_json(), "from": self.source_format, "ignored_lines": self.ignored_lines[:100],
+               "notes": dict(self.notes)}
+        if self.detected is not None:
+            out["detected"] = self.detected.to_json()
+        return out
 
     def lines(self) -> list[str]:
         from core.data.wording import counted
@@ -52,6 +59,9 @@ class ConvertReport(FixReport):
                  units=_n("{n} {kind} unit", "{n} {kind} units", self.rows_in, kind=self.source_format),
                  rows=counted("row", self.rows_out), output=self.output, rejected=self.rows_rejected,
                  rejects=self.rejects)]
+        if self.detected is not None:
+            out.append(_("  detected {summary}", summary=self.detected.line()))
+            out.append(_("  roles wrong? name them: --agent NAME / --customer NAME (repeatable)"))
         for note, n in self.notes.most_common():
             out.append(_("  note     {n}: {note}", n=n, note=note))
         for reason, n in self.reasons.most_common():
@@ -68,28 +78,58 @@ class ConvertReport(FixReport):
 def detect_source(path: Path) -> str:
     if Path(path).suffix.lower() in SPREADSHEET_SUFFIXES:  # a workbook's sheets are tables (core.data.spreadsheet)
         return "csv"
+    from core.data.transcripts.detect import read_transcript
+    from core.data.transcripts.text_shape import text_transcript_lines
+
     probe = probe_file(path)
     if probe.layout == CSV:
-        return "csv"
+        return "transcript" if not _qa_columns(path) and read_transcript(path) else "csv"
     if probe.layout == EMPTY:
         raise ConvertError(_("{file} is empty", file=path))
     if probe.layout == TEXT:
-        chat, qa = speaker_counts(path, probe.encoding)
+        chat, qa = tag_counts(path, probe.encoding)
+        if text_transcript_lines(path, probe.encoding) > chat + qa:
+            return "transcript"
         if not chat and not qa:
-            raise ConvertError(_("{file}: no speaker tags found (用户：/客服：, Q:/A:, 问：/答：); nothing to convert",
-                                 file=path))
+            raise ConvertError(_("{file}: no speaker tags (用户：/客服：, Q:/A:, 问：/答：) and no chat-export header "
+                                 "lines (time and speaker); nothing to convert", file=path))
         return "qa" if qa > chat else "chatlog"
     from core.data.lint import sample_rows
 
     schema = detect_schema(v for _r, v in sample_rows(probe))
-    if schema.kind == SHAREGPT:
-        return "sharegpt"
-    if schema.kind == MESSAGES:
-        return "messages"
-    if schema.kind == ALPACA:
-        return "qa"
+    kind = {SHAREGPT: "sharegpt", MESSAGES: "messages", ALPACA: "qa"}.get(schema.kind)
+    if kind and _some_row(path, kind):
+        return kind
+    if read_transcript(path) is not None:
+        return "transcript"
+    if kind:
+        return kind
     raise ConvertError(_("{file}: rows have no recognised keys (instruction/output, question/answer, conversations, "
                          "messages); use --from, or --columns for CSV", file=path))
+
+
+def _qa_columns(path: Path) -> bool:
+    """Does the CSV have question and answer columns (then it is a Q&A table, not a message log)."""
+    from core.data.csv_table import csv_reader
+    from core.data.sources import _pick_columns
+
+    header = [h.strip().lstrip("\ufeff") for h in next(csv_reader(path), [])]
+    try:
+        _pick_columns(header, None, path)
+    except ConvertError:
+        return False
+    return True
+
+
+def _some_row(path: Path, kind: str, sample: int = 20) -> bool:
+    """Does any of the first units of this JSON read as `kind` make a row (else the keys only look alike:
+    a Telegram export's `messages`, an Intercom list's `conversations`)."""
+    for n, unit in enumerate(json_units(path, kind)):
+        if isinstance(unit_to_row(unit, True, True), dict):
+            return True
+        if n >= sample:
+            break
+    return False
 
 
 # ------------------------------------------------------------------ units → rows
@@ -126,7 +166,16 @@ def unit_to_row(unit: Unit, with_history: bool, with_system: bool) -> dict | str
     return row
 
 
-def _units(path: Path, kind: str, columns: dict[str, str] | None, report: ConvertReport) -> Iterator[Unit]:
+def _units(path: Path, kind: str, columns: dict[str, str] | None, report: ConvertReport,
+           roles: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())) -> Iterator[Unit]:
+    if kind == "transcript":
+        from core.data.transcripts.detect import transcript_units
+
+        units, summary = transcript_units(path, roles[0], roles[1], report)
+        report.detected = summary
+        for note, n in summary.dropped.items():
+            report.notes[note] += n
+        return iter(units)
     if kind in ("chatlog", "qa") and probe_file(path).layout == TEXT:
         return text_units(path, kind, report)
     if kind == "csv":
@@ -136,7 +185,9 @@ def _units(path: Path, kind: str, columns: dict[str, str] | None, report: Conver
 
 def convert_file(source: str | os.PathLike, output: str | os.PathLike, *, source_format: str = "auto",
                  columns: dict[str, str] | None = None, rejects: str | os.PathLike | None = None,
-                 force: bool = False, dry_run: bool = False, preview: int = 0) -> ConvertReport:
+                 force: bool = False, dry_run: bool = False, preview: int = 0, agents: tuple[str, ...] = (),
+                 customers: tuple[str, ...] = ()) -> ConvertReport:
+    """`agents` / `customers`: speaker names whose role a transcript's detection should not guess."""
     src, out = Path(source), Path(output)
     if source_format not in SOURCES:
         raise ConvertError(_("--from must be one of {choices}", choices=", ".join(SOURCES)))
@@ -146,16 +197,17 @@ def convert_file(source: str | os.PathLike, output: str | os.PathLike, *, source
         raise FixRefused(_("{out} is the input file; convert never writes in place: choose another -o", out=out))
     rej = Path(rejects) if rejects else default_rejects_path(out)
     kind = detect_source(src) if source_format == "auto" else source_format
+    roles = (tuple(agents), tuple(customers))
     report = ConvertReport(str(src), str(out), str(rej), source_format=kind)
     with_history = with_system = False
     scratch = ConvertReport(str(src), str(out), str(rej))
-    for unit in _units(src, kind, columns, scratch):  # pass 1: which keys every row needs
+    for unit in _units(src, kind, columns, scratch, roles):  # pass 1: which keys every row needs
         row = unit_to_row(unit, True, True)
         if isinstance(row, dict):
             with_history = with_history or bool(row["history"])
             with_system = with_system or bool(row["system"])
     with RowWriter(report, dry_run, preview, force) as writer:
-        for unit in _units(src, kind, columns, report):
+        for unit in _units(src, kind, columns, report, roles):
             report.rows_in += 1
             row = unit_to_row(unit, with_history, with_system)
             for note in unit.notes:

@@ -1,6 +1,7 @@
 """The speaker tags of a chat log or Q&A text (用户：/客服：, Customer:/Agent:, Q:/A:, 问：/答：): what `convert`
-parses, and what tells such a text from pre-training prose (a .txt file with no speaker tags is read the way
-LLaMA-Factory reads it, one row of text per line)."""
+parses, and what tells such a text from pre-training prose (a .txt file with no speaker tags and no chat-export
+header lines, `core.data.transcripts.text_shape`, is read the way LLaMA-Factory reads it, one row of text per
+line)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,18 @@ SAMPLE_LINES = 2000
 
 
 def speaker_counts(path: str | Path, encoding: EncodingGuess) -> tuple[int, int]:
-    """(chat-log lines, Q&A lines) among the first SAMPLE_LINES lines of a text file."""
+    """(chat lines, Q&A lines) among the first SAMPLE_LINES lines of a text file: tagged lines, or, when no
+    line is tagged, the header lines of a chat export (`2024-03-01 10:02 张三`, `[12/31/23, 9:15 PM] Lena:`)."""
+    chat, qa = tag_counts(path, encoding)
+    if chat or qa:
+        return chat, qa
+    from core.data.transcripts.text_shape import text_transcript_lines
+
+    return text_transcript_lines(Path(path), encoding), 0
+
+
+def tag_counts(path: str | Path, encoding: EncodingGuess) -> tuple[int, int]:
+    """(chat-log lines, Q&A lines) with speaker tags among the first SAMPLE_LINES lines of a text file."""
     chat = qa = 0
     for n, (_line, text) in enumerate(iter_text_lines(Path(path), encoding, ReadNotes())):
         body = TIME.sub("", text, count=1).strip()
