@@ -110,3 +110,12 @@ def test_tagged_chat_logs_and_plain_prose_keep_their_reading(tmp_path):
     prose.write_text("Meeting at 10:30 about the roadmap.\nThen lunch.\n", encoding="utf-8")
     with pytest.raises(ConvertError, match="no chat-export header lines"):
         detect_source(prose)
+
+
+def test_a_log_file_is_no_transcript(tmp_path):
+    log = tmp_path / "app.txt"
+    log.write_text("2024-03-01 10:00:00 INFO service started\n2024-03-01 10:00:01 WARN disk at 80%\n"
+                   "2024-03-01 10:00:02 ERROR: upstream timed out\n2024-03-01 10:00:03 worker-1 ready\n"
+                   "2024-03-01 10:00:04 worker-2 ready\n", encoding="utf-8")
+    with pytest.raises(ConvertError, match="no chat-export header lines"):
+        detect_source(log)

@@ -26,6 +26,7 @@ DAY = re.compile(rf"^[\[(]?\s*(?P<stamp>{DATE}){WEEKDAY}\s*[\])]?\s*$")
 RULE = re.compile(r"^\s*[=\-_*~#]{3,}\s*$")
 ID_SUFFIX = re.compile(r"^(?P<name>.+?)\s*(?:\([^()]{3,40}\)|<[^<>]+@[^<>]+>|（[^（）]{3,40}）)$")
 INLINE = re.compile(r"^(?P<name>[^:：\t]{1,40}?)\s*[:：]\s?(?P<text>.*)$")
+LOG_LEVEL = re.compile(r"^(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|FATAL|CRITICAL|SEVERE)\b")
 SAMPLE_LINES = 2000
 LAYOUTS = {"header": "`TIME NAME` header lines, the message below",
            "trail": "`NAME TIME` header lines, the message below",
@@ -87,22 +88,30 @@ def read_header(line: str) -> Header | None:
 
 
 def learn_layout(lines: Iterable[str]) -> TextLayout | None:
-    """The header arrangement most lines share, or None (no two header lines from two speakers)."""
+    """The header arrangement most lines share, or None: fewer than two header lines from two speakers, or
+    headers that are log lines (`2024-03-01 10:00:00 INFO …`: a level for a name, no message under a header)."""
+    sample = [line for _n, line in zip(range(SAMPLE_LINES + 1), lines)]
+    heads = [read_header(line) for line in sample]
     kinds: Counter = Counter()
+    bodies: Counter = Counter()
     names: dict[tuple[str, bool], set[str]] = {}
     stamps: list[str] = []
-    for n, line in enumerate(lines):
-        h = read_header(line)
-        if h is not None and h.kind not in ("day", "bare"):
-            kind = h.kind
-            kinds[(kind, h.dated)] += 1
-            names.setdefault((kind, h.dated), set()).add(speaker_name(h.name))
-            stamps.append(h.stamp)
-        if n >= SAMPLE_LINES:
-            break
+    for i, h in enumerate(heads):
+        if h is None or h.kind in ("day", "bare") or LOG_LEVEL.match(speaker_name(h.name)):
+            continue
+        key = (h.kind, h.dated)
+        kinds[key] += 1
+        names.setdefault(key, set()).add(speaker_name(h.name))
+        stamps.append(h.stamp)
+        if h.kind in ("header", "trail"):
+            nxt = next((j for j in range(i + 1, len(sample)) if sample[j].strip()), None)
+            bodies[key] += nxt is not None and heads[nxt] is None and not RULE.match(sample[nxt])
     for (kind, dated), count in kinds.most_common():
-        if count >= 2 and len(names[(kind, dated)]) >= 2:
-            return TextLayout(kind, dated, day_first(stamps), count)
+        if count < 2 or len(names[(kind, dated)]) < 2:
+            continue
+        if kind in ("header", "trail") and bodies[(kind, dated)] * 2 < count:
+            continue
+        return TextLayout(kind, dated, day_first(stamps), count)
     return None
 
 
