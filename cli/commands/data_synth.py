@@ -12,7 +12,7 @@ from cli.commands.output import emit_json, err, given_path as _path
 
 def synth_parser(dsub, add_common) -> None:
     syn = dsub.add_parser(
-        "synth", help=_("question–answer pairs generated from documents (md, txt, html, docx, pdf) by a server"),
+        "synth", help=_("question–answer pairs generated from documents (md, txt, html, docx, pptx, epub, xlsx, pdf) by a server"),
         description=_("Read the documents (folders are walked), cut them into chunks by headings and a token "
                       "budget, ask an OpenAI-compatible server for the questions a customer would ask about each "
                       "chunk and an answer grounded in it (JSON-schema structured output), keep the good pairs and "

@@ -39,7 +39,7 @@ def test_gbk_text_is_decoded_as_the_data_step_decodes_it(tmp_path):
 def test_html_loses_scripts_and_styles_and_keeps_headings(tmp_path):
     doc = read_document(write_html(tmp_path))
     assert "var x" not in doc.text and "color:red" not in doc.text
-    assert "# Shipping" in doc.text and "## Tracking" in doc.text and "Zone A | 2 days" in doc.text
+    assert "# Shipping" in doc.text and "## Tracking" in doc.text and "| Zone A | 2 days |" in doc.text
     assert [c.heading for c in chunk_document(doc)] == ["Shipping", "Shipping > Tracking"]
 
 
@@ -48,7 +48,7 @@ def test_docx_headings_and_tables(tmp_path):
     assert doc.kind == "docx"
     chunks = chunk_document(doc)
     assert [c.heading for c in chunks] == ["Warranty", "Warranty > What is not covered"]
-    assert "Battery | one year" in chunks[1].text
+    assert "| Battery | one year |" in chunks[1].text
 
 
 def test_pdf_pages_are_kept_for_provenance(tmp_path):
@@ -92,7 +92,7 @@ def test_a_chinese_docx_keeps_its_headings_and_tables(tmp_path):
     doc = read_document(write_chinese_docx(tmp_path))
     chunks = chunk_document(doc)
     assert [c.heading for c in chunks] == ["售后服务", "售后服务 > 不在保修范围内"]
-    assert "电池 | 一年" in chunks[1].text and all(c.language == "zh" for c in chunks)
+    assert "| 电池 | 一年 |" in chunks[1].text and all(c.language == "zh" for c in chunks)
     assert grounding_score("进水或摔落造成的损坏不保修。", chunks[1].text) > 0.8
 
 
@@ -110,9 +110,9 @@ def test_damaged_and_unknown_files_name_themselves(tmp_path):
     pdf.write_bytes(b"%PDF-1.4 garbage")
     with pytest.raises(DocumentError, match="broken.pdf"):
         read_document(pdf)
-    sheet = tmp_path / "prices.xlsx"
+    sheet = tmp_path / "prices.numbers"
     sheet.write_bytes(b"x")
-    with pytest.raises(DocumentError, match="prices.xlsx: not a document"):
+    with pytest.raises(DocumentError, match="prices.numbers: not a document"):
         find_documents([sheet])
     with pytest.raises(DocumentError, match="no such file"):
         find_documents([tmp_path / "missing"])
@@ -120,7 +120,7 @@ def test_damaged_and_unknown_files_name_themselves(tmp_path):
 
 def test_a_folder_is_walked_in_order_skipping_other_kinds_and_hidden_files(tmp_path):
     made = write_all(tmp_path / "docs")
-    (tmp_path / "docs" / "notes.xlsx").write_bytes(b"x")
+    (tmp_path / "docs" / "notes.numbers").write_bytes(b"x")
     (tmp_path / "docs" / ".hidden.md").write_text("# x\n\ny\n")
     assert find_documents([tmp_path / "docs"]) == sorted(made)
     (tmp_path / "empty").mkdir()

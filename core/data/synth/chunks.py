@@ -1,6 +1,8 @@
 """Documents cut into chunks of one topic each: by headings first, then by a token budget with a small overlap.
 
-A section is the text under one Markdown heading (its path of headings kept: "Returns > Refund time"). A
+A section is the text under one heading (its path of headings kept: "Returns > Refund time", "3 安装 > 3.1 环境要求"):
+a Markdown `#` line or a numbered heading of plain text, a PDF or a converted document, as
+`core.data.synth.headings` finds them (one grammar for every kind of document). A
 section within the budget is one chunk; a longer one is cut at paragraph and sentence ends (a sentence longer
 than the budget at the budget) into windows of at most `budget` tokens, each starting with the last sentences of
 the window before it, up to `overlap` tokens. Tokens are estimated as the Data step estimates them (~4 ASCII
@@ -19,11 +21,10 @@ from xxhash import xxh3_64_hexdigest
 
 from core.data.stats import cjk_chars
 from core.data.synth.documents import Document
+from core.data.synth.headings import find_headings
 
 DEFAULT_BUDGET = 512
 DEFAULT_OVERLAP = 48
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
-_FENCE = re.compile(r"^\s*(```|~~~)")
 _SENTENCE_END = re.compile(r"(?<=[。！？；!?])|(?<=[.;:])(?=\s)")
 
 
@@ -74,20 +75,16 @@ class _Section:
 def sections(text: str) -> list[tuple[str, int, str]]:
     """(heading path, start offset of the body, body) for every heading's section, in order; text before the
     first heading is a section with an empty path."""
+    heads = {h.line: h for h in find_headings(text)}
     out: list[_Section] = [_Section([], 0, [])]
     stack: list[tuple[int, str]] = []
     offset = 0
-    fenced = False
-    for line in text.splitlines(keepends=True):
-        stripped = line.rstrip("\n")
-        if _FENCE.match(stripped):
-            fenced = not fenced
-        match = None if fenced else _HEADING.match(stripped)
-        if match:
-            level = len(match.group(1))
-            while stack and stack[-1][0] >= level:
+    for n, line in enumerate(text.splitlines(keepends=True)):
+        head = heads.get(n)
+        if head:
+            while stack and stack[-1][0] >= head.level:
                 stack.pop()
-            stack.append((level, match.group(2).strip()))
+            stack.append((head.level, head.title))
             out.append(_Section([h for _, h in stack], offset + len(line), []))
         else:
             out[-1].lines.append(line)

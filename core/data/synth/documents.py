@@ -1,19 +1,24 @@
 """Business documents read as text with Markdown headings: the input of the chunker.
 
 Markdown and plain text are decoded as the Data step decodes datasets (UTF-8, UTF-16, GB18030/GBK, decided by
-`core.data.encoding`); HTML goes through the standard library's parser (headings become `#` lines, scripts and
-styles are dropped); DOCX through python-docx (Heading/标题 styles become `#` lines, tables become rows); PDF
-through pypdf, page by page (`Document.pages` keeps where each page starts, for provenance); a PDF's outline
-(its bookmarks) gives the headings: the line on the bookmark's page that reads as the bookmark's title becomes a
-`#` line of the bookmark's depth (or such a line is put at the top of the page when none reads so), so a PDF with
-an outline is chunked by topic too. A PDF with no text layer (a scan) is a `DocumentError` that says so, never an
-empty document.
+`core.data.encoding`). HTML (decoded the same way), DOCX, PPTX, EPUB and XLSX go through markitdown's converters
+(bench/documents.py compares it with docling; docs/steps/1-data.md says why markitdown): headings become `#`
+lines (a Word style named 标题 N too), tables Markdown tables; a deck's slides each start with their title as a
+`#` line (`# Slide N` for a slide without one) and their speaker notes follow under `## Notes`, and
+`Document.pages` keeps where each slide starts, as it keeps a PDF's pages (chunks name the slide they come
+from); a workbook's sheets are `##` sections of tables; pictures are dropped (their alt text kept).
+
+PDF stays with pypdf, page by page (markitdown's pdfminer reader keeps neither pages nor the outline): a PDF's
+outline (its bookmarks) gives the headings: the line on the bookmark's page that reads as the bookmark's title
+becomes a `#` line of the bookmark's depth (or such a line is put at the top of the page when none reads so). A
+PDF with no text layer (a scan) is a `DocumentError` that says so, never an empty document. Numbered headings in
+any text (`3.1 环境要求`, `第一章`) are found by the chunker (`core.data.synth.headings`), not here.
 
 Control characters (NUL and the like) are dropped from every text: pypdf renders the two-byte glyph codes of an
 embedded CJK font (fpdf2, some Word exports) as NUL + character, which would hide every CJK term from the
 grounding score.
 
-pypdf and python-docx are imported inside the readers: importing this module costs nothing.
+markitdown and pypdf are imported inside the readers: importing this module costs nothing.
 """
 
 from __future__ import annotations
@@ -21,7 +26,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from html.parser import HTMLParser
 from pathlib import Path
 
 from core.data.encoding import BINARY, GB18030, decode_line, guess_encoding_bytes
@@ -29,7 +33,14 @@ from core.errors import BadInput
 from core.i18n import _
 
 KINDS = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".text": "text", ".html": "html",
-         ".htm": "html", ".docx": "docx", ".pdf": "pdf"}
+         ".htm": "html", ".docx": "docx", ".pdf": "pdf", ".pptx": "pptx", ".epub": "epub", ".xlsx": "xlsx"}
+CONVERTED = {"docx": ("DocxConverter", "Word", ".docx"), "pptx": ("PptxConverter", "PowerPoint", ".pptx"),
+             "epub": ("EpubConverter", "", ".epub"), "xlsx": ("XlsxConverter", "Excel", ".xlsx")}
+# kind: (markitdown converter, the program that saves it, suffix)
+
+
+def kinds_read() -> str:
+    return _("Markdown, text, HTML, DOCX, PPTX, EPUB, XLSX or PDF")
 SCANNED_CHARS_PER_PAGE = 16  # fewer extracted characters than this per page on average: no text layer
 
 
@@ -40,13 +51,13 @@ class DocumentError(BadInput):
 @dataclass
 class Document:
     path: str  # as given (the provenance names it)
-    kind: str  # markdown | text | html | docx | pdf
+    kind: str  # markdown | text | html | docx | pptx | epub | xlsx | pdf
     text: str  # Markdown-ish: headings as `#` lines, paragraphs separated by blank lines
     encoding: str = ""  # for text files: how the bytes were decoded
-    pages: list[int] = field(default_factory=list)  # PDF: character offset where each page starts
+    pages: list[int] = field(default_factory=list)  # PDF / PPTX: character offset where each page / slide starts
 
     def page_at(self, offset: int) -> int | None:
-        """1-based page of a character offset (PDFs), else None."""
+        """1-based page (PDFs) or slide (decks) of a character offset, else None."""
         if not self.pages:
             return None
         page = 1
@@ -75,13 +86,13 @@ def walk_documents(sources: Iterable[str | Path]) -> list[tuple[Path, bool]]:
                     found.setdefault(p, False)
         elif path.is_file():
             if not document_kind(path):
-                raise DocumentError(_("{path}: not a document devtune reads (Markdown, text, HTML, DOCX or PDF: "
-                                      "{suffixes})", path=path, suffixes=" ".join(sorted(KINDS))))
+                raise DocumentError(_("{path}: not a document devtune reads ({kinds}: {suffixes})", path=path,
+                                      kinds=kinds_read(), suffixes=" ".join(sorted(KINDS))))
             found[path] = True
         else:
             raise DocumentError(_("{path}: no such file or folder", path=path))
     if not found:
-        raise DocumentError(_("no documents found in {sources} (Markdown, text, HTML, DOCX or PDF)",
+        raise DocumentError(_("no documents found in {sources} ({kinds})", kinds=kinds_read(),
                               sources=", ".join(str(s) for s in sources)))
     return list(found.items())
 
@@ -95,24 +106,24 @@ def read_document(path: str | Path) -> Document:
     path = Path(path)
     kind = document_kind(path)
     if kind is None:
-        raise DocumentError(_("{path}: not a document devtune reads (Markdown, text, HTML, DOCX or PDF: "
-                              "{suffixes})", path=path, suffixes=" ".join(sorted(KINDS))))
+        raise DocumentError(_("{path}: not a document devtune reads ({kinds}: {suffixes})", path=path, kinds=kinds_read(),
+                              suffixes=" ".join(sorted(KINDS))))
     try:
         if kind in ("markdown", "text"):
             text, how = _decode(path.read_bytes(), path)
             doc = Document(str(path), kind, _normalize(text), encoding=how)
         elif kind == "html":
             text, how = _decode(path.read_bytes(), path)
-            doc = Document(str(path), kind, _normalize(html_to_text(text)), encoding=how)
-        elif kind == "docx":
-            doc = _read_docx(path)
+            doc = Document(str(path), kind, _normalize(html_to_markdown(text)), encoding=how)
+        elif kind in CONVERTED:
+            doc = _convert(path, kind)
         else:
             doc = _read_pdf(path)
     except OSError as exc:
         raise DocumentError(_("cannot read {path}: {error}", path=path, error=exc.strerror or exc)) from exc
     except DocumentError:
         raise
-    except Exception as exc:  # a damaged file can trip the DOCX / PDF library anywhere: a reason, not a crash
+    except Exception as exc:  # a damaged file can trip the converter / PDF library anywhere: a reason, not a crash
         raise DocumentError(_("{path} cannot be read ({kind}: {error}); save it again from the program that made "
                               "it", path=path, kind=type(exc).__name__, error=exc)) from exc
     if not doc.text.strip():
@@ -144,86 +155,73 @@ def _normalize(text: str) -> str:
     return _BLANKS.sub("\n\n", text).strip() + "\n"
 
 
-class _HtmlText(HTMLParser):
-    BLOCKS = {"p", "div", "section", "article", "li", "tr", "br", "table", "ul", "ol", "blockquote", "pre",
-              "header", "footer", "main", "dd", "dt"}
-    SKIP = {"script", "style", "noscript", "template", "head", "svg"}
+def html_to_markdown(html: str) -> str:
+    from markitdown.converters import HtmlConverter
 
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.out: list[str] = []
-        self.skip = 0
-        self.heading = 0
-
-    def handle_starttag(self, tag, attrs):
-        if tag in self.SKIP:
-            self.skip += 1
-        elif re.fullmatch(r"h[1-6]", tag):
-            self.heading = int(tag[1])
-            self.out.append("\n\n" + "#" * self.heading + " ")
-        elif tag in self.BLOCKS:
-            self.out.append("\n" if tag in ("br", "li", "tr") else "\n\n")
-        elif tag in ("td", "th"):
-            self.out.append(" | ")
-
-    def handle_endtag(self, tag):
-        if tag in self.SKIP:
-            self.skip = max(0, self.skip - 1)
-        elif re.fullmatch(r"h[1-6]", tag):
-            self.heading = 0
-            self.out.append("\n\n")
-        elif tag in self.BLOCKS:
-            self.out.append("\n")
-
-    def handle_data(self, data):
-        if self.skip:
-            return
-        self.out.append(re.sub(r"\s+", " ", data) if self.heading else re.sub(r"[ \t\r\f\v]+", " ", data))
+    return _tidy(HtmlConverter().convert_string(html).markdown)
 
 
-def html_to_text(html: str) -> str:
-    parser = _HtmlText()
-    parser.feed(html)
-    parser.close()
-    lines = [line.strip() for line in "".join(parser.out).split("\n")]
-    return "\n".join(lines)
+# ---------------------------------------------------------------- docx, pptx, epub, xlsx: markitdown
+
+# Word names its built-in heading styles in English inside the file, whatever its language; WPS and some
+# templates write the Chinese names, which mammoth's default map does not know
+_DOCX_STYLE_MAP = "\n".join([f"p[style-name='标题 {n}'] => h{n}:fresh" for n in range(1, 7)]
+                            + ["p[style-name='标题'] => h1:fresh", "p[style-name='Title'] => h1:fresh"])
+_PICTURE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
+_SHAPE_NAME = re.compile(r"^(?:Picture|Image|图片|圖片)\s*\d*$", re.IGNORECASE)
+_SLIDE = re.compile(r"^<!-- Slide number: (\d+) -->$", re.MULTILINE)
+_NOTES = re.compile(r"^### Notes:$", re.MULTILINE)
 
 
-# ---------------------------------------------------------------- docx
-
-_HEADING_STYLE = re.compile(r"^(?:heading|标题)\s*(\d)$", re.IGNORECASE)
+_EMPTY_HEADER = re.compile(r"^\|(?:[ \t]*\|)+\n\|(?:[ \t]*:?-+:?[ \t]*\|)+\n", re.MULTILINE)
 
 
-def _read_docx(path: Path) -> Document:
-    import docx
-    from docx.opc.exceptions import PackageNotFoundError
+def _tidy(markdown: str) -> str:
+    """Pictures as their alt text (none when it is only the shape's name); a table's empty header row (a table
+    without one) dropped."""
+    markdown = _PICTURE.sub(lambda m: "" if _SHAPE_NAME.match(m.group(1).strip()) else m.group(1), markdown)
+    return _EMPTY_HEADER.sub("", markdown)
 
+
+def _convert(path: Path, kind: str) -> Document:
+    import zipfile
+
+    import markitdown.converters as converters
+    from markitdown import StreamInfo
+
+    name, program, suffix = CONVERTED[kind]
+    converter = getattr(converters, name)()
     try:
-        document = docx.Document(str(path))
-    except (PackageNotFoundError, KeyError, ValueError) as exc:
-        raise DocumentError(_("{path} is not a readable DOCX file ({error}); save it again from Word as .docx",
-                              path=path, error=exc)) from exc
-    from docx.table import Table
-    from docx.text.paragraph import Paragraph
+        with path.open("rb") as stream:
+            result = converter.convert(stream, StreamInfo(extension=suffix, filename=path.name),
+                                       style_map=_DOCX_STYLE_MAP)
+    except (zipfile.BadZipFile, KeyError) as exc:  # not a zip, or a zip without the parts the format needs
+        raise DocumentError(_("{path} is not a readable {kind} file ({error}); save it again from {program} as "
+                              "{suffix}", path=path, kind=kind.upper(), error=exc,
+                              program=program or _("the program that made it"),
+                              suffix=suffix)) from exc
+    markdown = _tidy(result.markdown)
+    if kind == "pptx":
+        return _slides(path, markdown)
+    return Document(str(path), kind, _normalize(markdown))
 
-    parts: list[str] = []
-    for block in document.iter_inner_content():
-        if isinstance(block, Paragraph):
-            text = block.text.strip()
-            if not text:
-                continue
-            style = (block.style.name if block.style is not None else "") or ""
-            match = _HEADING_STYLE.match(style.strip())
-            if style.strip().lower() in ("title", "标题"):
-                parts.append("# " + text)
-            elif match:
-                parts.append("#" * min(6, int(match.group(1))) + " " + text)
-            else:
-                parts.append(text)
-        elif isinstance(block, Table):
-            rows = [" | ".join(cell.text.strip() for cell in row.cells) for row in block.rows]
-            parts.append("\n".join(r for r in rows if r.strip(" |")))
-    return Document(str(path), "docx", _normalize("\n\n".join(parts)))
+
+def _slides(path: Path, markdown: str) -> Document:
+    """A deck's Markdown, slide by slide: a `#` title on each (`# Slide N` when it has none), notes under
+    `## Notes`, and where each slide starts."""
+    parts = _SLIDE.split(markdown)  # ["", "1", slide 1, "2", slide 2, ...]
+    pages: list[int] = []
+    out: list[str] = []
+    offset = 0
+    for number, body in zip(parts[1::2], parts[2::2]):
+        body = _normalize(_NOTES.sub("## Notes", body)).strip()
+        if not body.startswith("# "):
+            body = f"# Slide {number}\n\n{body}".strip()
+        pages.append(offset)
+        out.append(body + "\n")
+        offset += len(body) + 2
+    text = "\n".join(out)
+    return Document(str(path), "pptx", text, pages=pages)
 
 
 # ---------------------------------------------------------------- pdf
