@@ -21,14 +21,16 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual.worker import Worker
 
 from core.errors import BadInput, DevtuneError
 from core.i18n import _
 from tui.widgets.background import HUMAN_RATE, BackgroundWork, Coalesce, Job, Progress
+from tui.widgets.step_footer import StepFooter
 from tui.widgets.step_guide import StepGuide
 from tui.widgets.stepper import Stepper
+from tui.widgets.terms import with_terms
 
 __all__ = ["HUMAN_RATE", "STEP_KEYS", "Coalesce", "Job", "Progress", "StepScreen", "UserError", "key_map_rows",
            "step_binding"]
@@ -85,11 +87,11 @@ class StepScreen(BackgroundWork, Screen):
         yield Stepper(self.STEP_ID, id="stepper")
         yield StepGuide(self.STEP_ID, id="step-guide")
         if self.INTRO:
-            yield Static(self.INTRO, classes="step-intro", id="step-intro")
+            yield Static(with_terms(self.INTRO), classes="step-intro", id="step-intro")  # `terms` styled
         yield Static("", classes="step-error", id="step-error")
         with Vertical(id="step-body"):
             yield from self.compose_body()
-        yield Footer()
+        yield StepFooter()  # the keys that fit beside ^p, never one run under it
 
     def compose_body(self) -> ComposeResult:
         yield from ()

@@ -134,10 +134,18 @@ def set_language(lang: str) -> None:
     os.environ["DEVTUNE_LANG"] = lang
 
 
+def backtick_parts(text: str) -> list[tuple[str, bool]]:
+    """`text` cut at its backticks: (piece, is_term) in order, a term being what a pair of backticks marks
+    (`llamafactory-cli train`, stage `sft`). A widget that styles text draws the terms styled
+    (tui/widgets/terms.py); one that shows plain text drops the marks (`without_backticks`)."""
+    pieces = text.split("`")
+    return [(piece, i % 2 == 1) for i, piece in enumerate(pieces) if piece]
+
+
 def without_backticks(text: str) -> str:
     """`text` for a widget that shows plain text (a dropdown, a label): a Chinese message marks its English
     terms with backticks (stage `sft`), which such a widget would show literally; the terms stay, the marks go."""
-    return text.replace("`", "")
+    return "".join(piece for piece, _term in backtick_parts(text))
 
 
 def display_width(text: str) -> int:

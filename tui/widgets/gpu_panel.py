@@ -21,6 +21,7 @@ from textual.widgets import Static
 from core.train.gpu.balance import vram_imbalance
 from core.train.gpu.sample import GpuSample
 from core.i18n import _
+from tui.widgets.terms import with_terms
 
 HISTORY = 120  # samples of utilization kept per GPU for the sparkline
 SPARK = "▁▂▃▄▅▆▇█"
@@ -131,7 +132,7 @@ class GpuPanel(Static):
                 _("waiting for GPU samples") if self.live else _("no GPU samples were recorded for this run"))
             lines = [Content.styled(title, "bold $text-muted" if self.no_gpu else "$text-muted")]
             if self.reason:
-                lines.append(Content.styled(self.reason[: width * 3], "$text-muted"))
+                lines.append(with_terms(self.reason[: width * 3]).stylize_before("$text-muted"))  # `terms` styled
             return Content("\n").join(lines)
         lines = [self._header(width, now)]
         imbalance = vram_imbalance(self.samples)

@@ -98,12 +98,14 @@ def open_nvml(lib: Any = None) -> NvmlBackend:
     try:
         lib.nvmlInit()
     except Exception as exc:  # NVMLError_LibraryNotFound, NVMLError_DriverNotLoaded, ...
-        raise GpuBackendUnavailable(str(exc)[:160] or type(exc).__name__) from None
+        raise GpuBackendUnavailable(said("NVML cannot start: {error}", error=str(exc)[:160] or type(exc).__name__)
+                                    ) from None
     try:
         backend = NvmlBackend(lib)
     except Exception as exc:
         _call(lib.nvmlShutdown)
-        raise GpuBackendUnavailable(str(exc)[:160] or type(exc).__name__) from None
+        raise GpuBackendUnavailable(said("NVML cannot start: {error}", error=str(exc)[:160] or type(exc).__name__)
+                                    ) from None
     if not backend.handles:
         backend.close()
         raise GpuBackendUnavailable(said("{tool} lists no GPU", tool="NVML"))
