@@ -76,3 +76,23 @@ def test_a_damaged_file_names_itself_and_what_to_do(tmp_path, name, says):
 def test_a_folder_of_every_kind_is_walked(tmp_path):
     made = [write_pptx(tmp_path), write_epub(tmp_path), write_xlsx(tmp_path), write_html(tmp_path)]
     assert find_documents([tmp_path]) == sorted(made)
+
+
+def test_a_long_sheet_is_cut_between_rows_and_every_chunk_keeps_the_header(tmp_path):
+    from openpyxl import Workbook
+
+    book = Workbook()
+    sheet = book.active
+    sheet.title = "价目表"
+    sheet.append(("套餐", "月费", "席位"))
+    for n in range(200):
+        sheet.append((f"套餐{n}", n * 3, n))
+    path = tmp_path / "价目表.xlsx"
+    book.save(str(path))
+    chunks = chunk_document(read_document(path), budget=128, overlap=16)
+    assert len(chunks) > 5 and all(c.tokens <= 128 for c in chunks)
+    for c in chunks:
+        lines = c.text.splitlines()
+        assert lines[:4] == ["价目表", "", "| 套餐 | 月费 | 席位 |", "| --- | --- | --- |"]
+        assert all(line.startswith("| 套餐") and line.endswith(" |") for line in lines[4:])  # whole rows only
+    assert any("| 套餐199 | 597 | 199 |" in c.text for c in chunks)

@@ -3,8 +3,8 @@
 A section is the text under one heading (its path of headings kept: "Returns > Refund time", "3 安装 > 3.1 环境要求"):
 a Markdown `#` line or a numbered heading of plain text, a PDF or a converted document, as
 `core.data.synth.headings` finds them (one grammar for every kind of document). A
-section within the budget is one chunk; a longer one is cut at paragraph and sentence ends (a sentence longer
-than the budget at the budget) into windows of at most `budget` tokens, each starting with the last sentences of
+section within the budget is one chunk; a longer one is cut at paragraph and sentence ends and between the rows
+of a Markdown table (a sentence longer than the budget at the budget) into windows of at most `budget` tokens, each starting with the last sentences of
 the window before it, up to `overlap` tokens. Tokens are estimated as the Data step estimates them (~4 ASCII
 characters or 1 CJK character per token), so chunking needs no tokenizer.
 
@@ -25,7 +25,7 @@ from core.data.synth.headings import find_headings
 
 DEFAULT_BUDGET = 512
 DEFAULT_OVERLAP = 48
-_SENTENCE_END = re.compile(r"(?<=[。！？；!?])|(?<=[.;:])(?=\s)")
+_SENTENCE_END = re.compile(r"(?<=[。！？；!?])|(?<=[.;:])(?=\s)|(?<=\n)(?=\|)")  # a table row is a sentence
 
 
 def count_tokens(text: str) -> int:
@@ -144,7 +144,17 @@ def _windows(units: list[tuple[int, str]], budget: int, overlap: int) -> list[li
     return windows
 
 
+_TABLE = re.compile(r"^(\|.*\|\n\|[ \t:|-]*-[ \t:|-]*\|\n)((?:\|.*\|(?:\n|$))*)", re.MULTILINE)
+
+
+def _tables(body: str, base: int) -> list[tuple[int, int, str]]:
+    """(first row's offset, end offset, header and separator lines) of each Markdown table of a section."""
+    return [(base + m.start(2), base + m.end(2), m.group(1)) for m in _TABLE.finditer(body)]
+
+
 def chunk_document(doc: Document, *, budget: int = DEFAULT_BUDGET, overlap: int = DEFAULT_OVERLAP) -> list[Chunk]:
+    """A window that starts inside a Markdown table starts with the table's header row, so the rows it holds
+    keep their column names."""
     if budget < 16:
         raise ValueError("budget must be at least 16 tokens")
     overlap = max(0, min(overlap, budget // 2))
@@ -153,7 +163,8 @@ def chunk_document(doc: Document, *, budget: int = DEFAULT_BUDGET, overlap: int 
         if not body.strip():
             continue
         head = heading + "\n\n" if heading else ""
-        room = max(16, budget - count_tokens(head))
+        tables = _tables(body, start)
+        room = max(16, budget - count_tokens(head) - max((count_tokens(t[2]) for t in tables), default=0))
         if count_tokens(body) <= room:
             first = len(body) - len(body.lstrip())
             windows = [[(start + first, body.strip())]]
@@ -163,7 +174,8 @@ def chunk_document(doc: Document, *, budget: int = DEFAULT_BUDGET, overlap: int 
         for window in windows:
             w_start = window[0][0]
             w_end = window[-1][0] + len(window[-1][1])
-            text = head + doc.text[w_start:w_end].strip()
+            header = next((t[2] for t in tables if t[0] < w_start < t[1]), "")
+            text = head + header + doc.text[w_start:w_end].strip()
             chunks.append(Chunk(doc.path, len(chunks), heading, text, count_tokens(text), w_start, w_end,
                                 doc.page_at(w_start)))
     return chunks
