@@ -1,12 +1,13 @@
 """Documents cut into chunks of one topic each: by headings first, then by a token budget with a small overlap.
 
-A section is the text under one heading (its path of headings kept: "Returns > Refund time", "3 安装 > 3.1 环境要求"):
-a Markdown `#` line or a numbered heading of plain text, a PDF or a converted document, as
-`core.data.synth.headings` finds them (one grammar for every kind of document). A
-section within the budget is one chunk; a longer one is cut at paragraph and sentence ends and between the rows
-of a Markdown table (a sentence longer than the budget at the budget) into windows of at most `budget` tokens, each starting with the last sentences of
-the window before it, up to `overlap` tokens. Tokens are estimated as the Data step estimates them (~4 ASCII
-characters or 1 CJK character per token), so chunking needs no tokenizer.
+A section is the text under one heading (its path of headings kept: "Returns > Refund time",
+"3 安装 > 3.1 环境要求"): a Markdown `#` line or a numbered heading of plain text, a PDF or a converted document,
+as `core.data.synth.headings` finds them (one grammar for every kind of document). A section within the budget
+is one chunk; a longer one is cut at paragraph and sentence ends and between the rows of a Markdown table (a
+sentence longer than the budget at the budget) into windows of at most `budget` tokens, each starting with the
+last sentences of the window before it, up to `overlap` tokens (and a window inside a table with its header
+row). Tokens are estimated as the Data step estimates them (~4 ASCII characters or 1 CJK character per token),
+so chunking needs no tokenizer.
 
 A chunk's `id` is a hash of its text: the journal's key, so the same text is never sent twice, and a chunk
 whose text changed is new.
