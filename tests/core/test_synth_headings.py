@@ -83,6 +83,8 @@ def test_every_numbering_the_issue_names():
     english = "Chapter 2 Setup\nText.\nSection 1 Power\nText.\nSection 2 Network\nText.\nChapter 3 Use\nText.\n"
     assert _titles(english) == [(1, "Chapter 2 Setup"), (2, "Section 1 Power"), (2, "Section 2 Network"),
                                 (1, "Chapter 3 Use")]
+    assert _titles("第一章 總則\n正文。\n第一節 範圍\n正文。\n第二節 職責\n正文。\n") == [
+        (1, "第一章 總則"), (2, "第一節 範圍"), (2, "第二節 職責")]
     decimal = "1. Intro\nText.\n1.1 Scope\nText.\n1.1.1 Terms\nText.\n1.2 Audience\nText.\n2. Install\nText.\n"
     assert _titles(decimal) == [(1, "1. Intro"), (2, "1.1 Scope"), (3, "1.1.1 Terms"), (2, "1.2 Audience"),
                                 (1, "2. Install")]

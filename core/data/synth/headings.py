@@ -3,7 +3,8 @@ they have no markup (plain text, a PDF's text layer, a Word file typed without h
 
     decimal      `1.` `1` `3.1` `3.1.2` `2.0` (a chapter as 2.0, as many manuals number them), `0` (引言),
                  `1-1.` `2-1-1` (hyphens, as Japanese manuals and some handbooks number)
-    zh chapters  `第一章` `第1章` `第二节` `第三编` `第二部分` `第3条` (an article only when it is short: a title)
+    zh chapters  `第一章` `第1章` `第二节` `第三编` `第二部分` `第3条` (an article only when it is short: a title),
+                 traditional characters too (節 條 編)
     zh lists     `一、` `（一）` `(一)` `1、`
     en           `Chapter 2` `CHAPTER II` `Section 4` `Part 3` `Appendix A` / `附录A`
 
@@ -40,10 +41,10 @@ _INNER_SENTENCE = re.compile(r"[。！？；]|[.!?;](?=\s+[A-Z])")
 _LEADERS = re.compile(r"(?:\.{4,}|…{2,}|·{4,}|\s\.\s\.\s\.)")
 
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("zh_part", re.compile(rf"^第\s*({_ZH_NUM}|\d{{1,2}})\s*(?:编|部分)(?:[\s:：、.．]*)(.*)$")),
+    ("zh_part", re.compile(rf"^第\s*({_ZH_NUM}|\d{{1,2}})\s*(?:编|編|部分)(?:[\s:：、.．]*)(.*)$")),
     ("zh_chapter", re.compile(rf"^第\s*({_ZH_NUM}|\d{{1,2}})\s*章(?:[\s:：、.．]*)(.*)$")),
-    ("zh_section", re.compile(rf"^第\s*({_ZH_NUM}|\d{{1,2}})\s*节(?:[\s:：、.．]*)(.*)$")),
-    ("zh_article", re.compile(rf"^第\s*({_ZH_NUM}|\d{{1,3}})\s*条(?:[\s:：、.．]*)(.*)$")),
+    ("zh_section", re.compile(rf"^第\s*({_ZH_NUM}|\d{{1,2}})\s*[节節](?:[\s:：、.．]*)(.*)$")),
+    ("zh_article", re.compile(rf"^第\s*({_ZH_NUM}|\d{{1,3}})\s*[条條](?:[\s:：、.．]*)(.*)$")),
     ("appendix", re.compile(r"^(?:附\s*录|Appendix|APPENDIX|Annex|ANNEX)\s*([A-Z])\b[\s:：.．、-]*(.*)$")),
     ("en_part", re.compile(rf"^(?:Part|PART)\s+(\d{{1,2}}|{_ROMAN})\b[\s:.\-–—]*(.*)$")),
     ("en_chapter", re.compile(rf"^(?:Chapter|CHAPTER)\s+(\d{{1,2}}|{_ROMAN})\b[\s:.\-–—]*(.*)$")),
