@@ -39,7 +39,7 @@ WRAPPERS = ("ChildFailedError", "CalledProcessError", "SystemExit")
 STDLIB = re.compile(r"/lib/python3\.\d+/(?!site-packages/|dist-packages/)")
 PROGRESS = re.compile(r"(?<![\d/])(\d+)/(\d+) \[")
 _UNLABELLED = re.compile(r"\s*(?:\d+%\|[^|\r]*\|\s*)?")  # what precedes N/M in the trainer's bar (no label)
-SUMMARY_FIELD = re.compile(r"^\s*(host|rank|exitcode|traceback)\s*:\s*(.*)$")
+SUMMARY_FIELD = re.compile(r"^\s*(time|host|rank|exitcode|traceback)\s*:\s*(.*)$")
 FATAL = re.compile(r"Fatal Python error: (.+)$")
 DUMP_THREAD = re.compile(r"^(?:Current thread 0x[0-9a-fA-F]+.*|Stack) \(most recent call first\):$")
 DUMP_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+) in (\S+)')
@@ -301,13 +301,17 @@ def _index_of(numbered: list[tuple[int, str]], number: int) -> int:
 
 
 def read_torchrun_summary(numbered: list[tuple[int, str]]) -> dict:
-    """host, rank, exit code and signal of torchrun's "Root Cause (first observed failure)" block."""
-    out: dict = {}
+    """host, rank, exit code and signal of torchrun's "Root Cause (first observed failure)" block. A multi-node
+    run's log holds one block per node (each node's torchrun sees its own ranks fail): the first observed failure
+    of the run is the block with the earliest `time` (two-node Slurm: the killed rank's node, then the node whose
+    rank lost its peer), else the first block in the log."""
+    blocks: list[dict] = []
     inside = False
     for _n, raw in numbered:
         text = PREFIX.sub("", raw)
         if "Root Cause (first observed failure)" in text:
-            inside, out = True, {}
+            inside = True
+            blocks.append({})
             continue
         if not inside:
             continue
@@ -317,8 +321,11 @@ def read_torchrun_summary(numbered: list[tuple[int, str]]) -> dict:
         m = SUMMARY_FIELD.match(text)
         if not m:
             continue
+        out = blocks[-1]
         key, value = m.group(1), m.group(2).strip()
-        if key == "host":
+        if key == "time":
+            out["time"] = value  # 2026-12-02_02:25:28: sorts as text
+        elif key == "host":
             out["host"] = value
         elif key == "rank":
             r = re.match(r"(\d+)", value)
@@ -330,7 +337,12 @@ def read_torchrun_summary(numbered: list[tuple[int, str]]) -> dict:
             s = re.search(r"Signal \d+ \((SIG\w+)\)", value)
             if s:
                 out["signal"] = s.group(1)
-    return out
+    if not blocks:
+        return {}
+    first = min(range(len(blocks)), key=lambda i: (blocks[i].get("time") or "~", i))
+    summary = blocks[first]
+    summary.pop("time", None)
+    return summary
 
 
 def last_progress(numbered: list[tuple[int, str]]) -> tuple[int, int] | None:

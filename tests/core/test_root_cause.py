@@ -246,3 +246,32 @@ def test_a_traceback_after_a_tqdm_bar_on_the_same_line_is_read_with_its_frames()
     (exc,) = read_exceptions(numbered(text), "log")
     assert exc.text == "RuntimeError: FlashAttention only supports Ampere GPUs or newer."
     assert exc.frame == "/v/site-packages/flash_attn/flash_attn_interface.py:96 in _flash_attn_forward"
+
+
+def _summary_block(time: str, rank: int, exitcode: str, traceback: str) -> str:
+    """torchrun's Root Cause block as each node's torchrun prints it (a two-node Slurm run, this machine)."""
+    return ("============================================================\n"
+            "/v/site-packages/llamafactory/launcher.py FAILED\n"
+            "------------------------------------------------------------\n"
+            "Failures:\n  <NO_OTHER_FAILURES>\n"
+            "------------------------------------------------------------\n"
+            "Root Cause (first observed failure):\n[0]:\n"
+            f"  time      : {time}\n  host      : localhost\n  rank      : {rank} (local_rank: 0)\n"
+            f"  exitcode  : {exitcode}\n  error_file: <N/A>\n  traceback : {traceback}\n"
+            "============================================================\n")
+
+
+@pytest.mark.parametrize("killed_first_in_log", [True, False])
+def test_of_several_nodes_summaries_the_earliest_failure_is_the_root(killed_first_in_log):
+    """Two nodes, one torchrun each: node 1's rank was killed (SIGKILL, 02:25:28); node 0's rank then lost its
+    peer and exited 1 (02:25:32). The log holds both blocks, in either order as the nodes' outputs interleave:
+    the run's first failure is rank 1's, whatever comes last in the file."""
+    from core.train.root_cause import read_torchrun_summary
+
+    killed = _summary_block("2026-12-02_02:25:28", 1, "-9 (pid: 17763)  (SIGKILL)",
+                            "Signal 9 (SIGKILL) received by PID 17763")
+    lost = _summary_block("2026-12-02_02:25:32", 0, "1 (pid: 17764) ",
+                          "To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html")
+    text = killed + lost if killed_first_in_log else lost + killed
+    assert read_torchrun_summary(numbered(text)) == {"host": "localhost", "rank": 1, "exit_code": -9,
+                                                     "signal": "SIGKILL"}
