@@ -294,6 +294,20 @@ def _not_a_dataset(probe: FileProbe) -> Finding:
 
 # ------------------------------------------------------------------ entry point
 
+def _binary_finding(path, probe, *, binary: bool) -> object:
+    """A file that is no dataset as it is: a spreadsheet is rows still to convert (core/data/spreadsheet.py;
+    a zip to the encoding guess, so it is named before it), binary data is not a dataset, text may be one."""
+    from core.data.spreadsheet import is_spreadsheet
+
+    if not is_spreadsheet(path) and not binary:
+        return _not_a_dataset(probe)
+    if is_spreadsheet(path):
+        return finding("not-json", 1, _("L1: a spreadsheet ({suffix}), not a text dataset: `devtune data convert "
+                                        "{file} -o data/NAME.jsonl` turns its sheets into rows",
+                                        suffix=Path(path).suffix.lower(), file=Path(path).name), fix=NONE)
+    return finding("not-json", 1, _("L1: binary data, not a text dataset"), fix=NONE)
+
+
 def lint_file(path: str | os.PathLike, options: LintOptions | None = None,
               progress: Callable[[LintProgress], None] | None = None) -> LintReport:
     """Lint one file. Raises OSError when it cannot be read; bad content is reported, never raised."""
@@ -307,8 +321,7 @@ def lint_file(path: str | os.PathLike, options: LintOptions | None = None,
         schema = Schema(kind=UNKNOWN)
         empty = build_stats(StatsAccumulator(), rows=0, cutoff_len=opts.cutoff_len, token_source="estimate",
                             duplicates=0, conflicts=0, near_duplicates=None)
-        f = _not_a_dataset(probe) if enc.encoding != "binary" else finding("not-json", 1, _(
-            "L1: binary data, not a text dataset"), fix=NONE)
+        f = _binary_finding(path, probe, binary=enc.encoding == "binary")
         rows = 0
         if probe.layout == CSV and enc.encoding != "binary":  # a table's rows are rows, once converted
             from core.data.csv_table import csv_rows

@@ -128,3 +128,13 @@ def test_rows_in_equal_rows_out_plus_rejects(tmp_path, layout, suffix, pairs, ye
     _counted(report, tmp_path / "out.rejects.jsonl")
     conv = convert_file(src, tmp_path / "out_c.jsonl")
     assert conv.rows_in == conv.rows_out + conv.rows_rejected
+
+
+def test_lint_of_a_workbook_says_to_convert_it(devtune_cli, tmp_path):
+    book = _book(tmp_path / "faq.xlsx", {"FAQ": [["问题", "答案"], ["怎么查物流？", "在订单页查看。"]]})
+    out = devtune_cli("-w", str(tmp_path), "data", "lint", str(book))
+    assert out.returncode == 1
+    assert "a spreadsheet (.xlsx)" in out.stdout and "devtune data convert faq.xlsx -o data/NAME.jsonl" in out.stdout
+    assert "binary data" not in out.stdout
+    assert devtune_cli("-w", str(tmp_path), "data", "convert", str(book), "-o",
+                       str(tmp_path / "data" / "faq.jsonl")).returncode == 0  # the command it names works
