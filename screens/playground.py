@@ -19,7 +19,7 @@ from textual.reactive import var
 from textual.widgets import Button, Checkbox, Input, Log, Select, Static, TabbedContent, TabPane
 
 from core.i18n import _
-from screens.base import Job, StepScreen, UserError, step_binding
+from screens.base import Job, StepScreen, step_binding
 from tui.widgets.chat_params import ChatParamsForm
 from tui.widgets.chat_transcript import ChatTranscript
 from tui.widgets.titled import TitledSelect, titled
@@ -196,12 +196,10 @@ class PlaygroundScreen(StepScreen):
         from core.serve.plan import plan_server
         from core.serve.servers import start_server
 
-        try:  # core's own errors (a plan or a server refused) reach the error box as they are
-            opts, notes = plan_server(ws, model, backend=backend, port=port, tensor_parallel=tp,
-                                      trust_remote_code=trust)
-            return PlaygroundScreen.Started(start_server(ws, opts), notes)
-        except ValueError as exc:  # a value that does not parse, as `devtune serve` treats it
-            raise UserError(str(exc)) from exc
+        # core's own errors (a plan refused: ServePlanError; a launch refused: LaunchRefused) reach the error
+        # box as they are, as devtune serve says them
+        opts, notes = plan_server(ws, model, backend=backend, port=port, tensor_parallel=tp, trust_remote_code=trust)
+        return PlaygroundScreen.Started(start_server(ws, opts), notes)
 
     def _started(self, result: Started) -> None:
         record, notes = result.record, result.notes
@@ -237,7 +235,7 @@ class PlaygroundScreen(StepScreen):
         if lines:
             self.query_one("#pg-server-log", Log).write_lines(lines)
 
-    def _failed(self, error: UserError) -> None:
+    def _failed(self, error: Exception) -> None:  # a DevtuneError from core, shown as it is
         self._log(str(error).splitlines()[:3])
         self.load_servers()
 

@@ -97,32 +97,28 @@ def _print_commands(ws, record) -> None:
 
 
 def run_serve(args) -> int:
-    from core.errors import BadInput, Failed
+    from core.errors import BadInput
     from core.serve.plan import plan_lora_server, plan_server
     from core.serve.servers import read_api_key, start_server, stop_server, wait_ready
 
     ws = workspace(args)
     lora_run = None
-    try:
-        if args.lora:
-            if args.model or args.backend == "llamafactory":
-                raise BadInput(_("--lora serves the run's own base model with vLLM; leave out MODEL and --backend"))
-            opts, lora_run, notes = plan_lora_server(ws, args.lora, port=args.port, host=args.host, dtype=args.dtype,
-                                                     max_model_len=args.max_model_len,
-                                                     trust_remote_code=args.trust_remote_code)
-        else:
-            opts, notes = plan_server(ws, args.model, backend=args.backend, port=args.port, host=args.host,
-                                      tensor_parallel=args.tp, dtype=args.dtype, max_model_len=args.max_model_len,
-                                      served_name=args.name, chat_template=args.chat_template, template=args.template,
-                                      trust_remote_code=args.trust_remote_code)
-    except ValueError as exc:  # a value that does not parse; core's own errors (ServePlanError) pass as they are
-        raise BadInput(str(exc)) from exc
+    # core's own errors pass as they are: a plan refused (ServePlanError, exit 2), a launch refused
+    # (LaunchRefused, exit 1); the Playground says the same ones
+    if args.lora:
+        if args.model or args.backend == "llamafactory":
+            raise BadInput(_("--lora serves the run's own base model with vLLM; leave out MODEL and --backend"))
+        opts, lora_run, notes = plan_lora_server(ws, args.lora, port=args.port, host=args.host, dtype=args.dtype,
+                                                 max_model_len=args.max_model_len,
+                                                 trust_remote_code=args.trust_remote_code)
+    else:
+        opts, notes = plan_server(ws, args.model, backend=args.backend, port=args.port, host=args.host,
+                                  tensor_parallel=args.tp, dtype=args.dtype, max_model_len=args.max_model_len,
+                                  served_name=args.name, chat_template=args.chat_template, template=args.template,
+                                  trust_remote_code=args.trust_remote_code)
     for note in notes:
         err(note)
-    try:
-        record = start_server(ws, opts, lora_run=lora_run)
-    except ValueError as exc:
-        raise Failed(str(exc)) from exc
+    record = start_server(ws, opts, lora_run=lora_run)
     err(_("starting {backend} server {id} for {model} on {url}", backend=record.backend, id=record.id,
           model=record.model, url=record.url))
     if args.no_wait:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from core.errors import Failed
 from core.i18n import _
 from core.processes.helpers import run_helper
 
@@ -101,6 +102,11 @@ def has_accelerator() -> bool:
     return Path("/dev/kfd").exists() or Path("/dev/nvidiactl").exists()
 
 
+class LaunchRefused(Failed, ValueError):
+    """A server that cannot be launched as asked (no vLLM, an adapter beside the llamafactory backend, an unknown
+    backend): one of devtune's errors, so the CLI and the Playground say it as it is (exit 1)."""
+
+
 @dataclass
 class ServeOptions:
     """What the person chooses for one server (the CLI flags and the Playground's form)."""
@@ -134,7 +140,7 @@ class LaunchPlan:
 
 def vllm_plan(opts: ServeOptions, env: ServeEnv, api_key: str) -> LaunchPlan:
     if not env.has_vllm:
-        raise ValueError(_("vLLM is not installed in the serving environment; run `make serve-env`, "
+        raise LaunchRefused(_("vLLM is not installed in the serving environment; run `make serve-env`, "
                            "or serve with --backend llamafactory"))
     cpu = env.cpu_build or not has_accelerator()
     dtype = opts.dtype or ("auto" if cpu else "bfloat16")
@@ -180,7 +186,7 @@ def llamafactory_plan(opts: ServeOptions, api_key: str) -> LaunchPlan:
             "API_MODEL_NAME": opts.served_name, "PYTHONUNBUFFERED": "1"}
     notes = []
     if opts.lora_modules:
-        raise ValueError(_("serving an adapter beside its base needs vLLM (--enable-lora); the llamafactory "
+        raise LaunchRefused(_("serving an adapter beside its base needs vLLM (--enable-lora); the llamafactory "
                            "backend serves one model: merge the run (`devtune merge`) and serve the export"))
     if not has_accelerator():
         penv["OMP_NUM_THREADS"] = os.environ.get("OMP_NUM_THREADS", "1")
@@ -198,7 +204,7 @@ def launch_plan(opts: ServeOptions, api_key: str, env: ServeEnv | None = None) -
         return vllm_plan(opts, env or serve_env(), api_key)
     if opts.backend == "llamafactory":
         return llamafactory_plan(opts, api_key)
-    raise ValueError(_("unknown backend {name}; choose one of {names}", name=opts.backend,
+    raise LaunchRefused(_("unknown backend {name}; choose one of {names}", name=opts.backend,
                        names=", ".join(BACKENDS)))
 
 
