@@ -272,6 +272,9 @@ def _file_findings(probe: FileProbe, notes: ReadNotes, merged: PartResult, schem
 
 def nested_note(nested: NestedRows) -> str:
     """What lint, fix and convert say about such a file."""
+    if not nested.at:  # a top-level array whose elements hold rendered text or a wrapper (nested_json.lifted)
+        return _("L1: {rows} in one JSON array, their text as a CMS renders it (`rendered` fields, rich text); fix "
+                 "writes them as JSON Lines of plain values", rows=counted("row", nested.rows))
     said = _("L1: {rows} found under {where}, inside one JSON object; fix writes them as JSON Lines",
              rows=counted("row", nested.rows), where=nested.where)
     if nested.ignored:

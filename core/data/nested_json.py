@@ -44,9 +44,25 @@ def _consistent(items: list) -> bool:
     return True
 
 
+def lifted(element: Any) -> bool:
+    """Does an element of a top-level array hold its text as a CMS renders it (WordPress `{"rendered": ...}`,
+    Notion rich text) or inside a wrapper, so that it must go through `flat_row` to be a row?"""
+    if not isinstance(element, dict):
+        return False
+    if any(isinstance(element.get(w), dict) for w in WRAPPERS):
+        return True
+    return any(isinstance(v, (dict, list)) and isinstance(_plain(v), str) for v in element.values())
+
+
 def find_rows(doc: Any) -> NestedRows | None:
     """The rows' array of a JSON object, or None when it holds none. The largest wins; a tie goes to the
-    shallower one."""
+    shallower one. A top-level array is its own rows' array when its elements must be lifted (`lifted`:
+    a WordPress `/wp/v2/posts` response); any other array is read as it is."""
+    if isinstance(doc, list):
+        if not _consistent(doc) or not lifted(doc[0]):
+            return None
+        unwrap = next((w for w in WRAPPERS if all(isinstance(x.get(w), dict) for x in doc)), "")
+        return NestedRows((), len(doc), (), unwrap)
     if not isinstance(doc, dict):
         return None
     best: tuple[int, int, tuple[str, ...]] | None = None

@@ -25,7 +25,7 @@ from typing import Iterator
 from core.data.encoding import (BOM_UTF8, GB18030, UTF8, CountingErrors, EncodingGuess, decode_line, guess_encoding,
                                  iter_text_chunks)
 from core.data.jsonvalues import iter_json_values, iter_nested_values
-from core.data.nested_json import NestedRows, find_rows, flat_row
+from core.data.nested_json import NestedRows, find_rows, flat_row, lifted
 from core.data.records import (BLOCK, CSV, EMPTY, JSON_ARRAY, JSON_LAYOUTS, JSON_NESTED, JSON_STREAM,  # noqa: F401
                                JSONL, MAX_ELEMENT_CHARS, TEXT, FileProbe, ReadNotes, Record)
 from core.i18n import _
@@ -67,21 +67,31 @@ def probe_file(path: str | os.PathLike) -> FileProbe:
     else:
         layout = TEXT
     nested = None
-    if layout in (JSONL, JSON_STREAM) and stripped[0] == "{":
+    if layout in (JSONL, JSON_STREAM) and stripped[0] == "{" or layout == JSON_ARRAY:
         st = p.stat()
-        nested = _nested_rows(str(p), st.st_size, st.st_mtime_ns, enc)
+        nested = _nested_rows(str(p), st.st_size, st.st_mtime_ns, enc, layout == JSON_ARRAY)
         layout = JSON_NESTED if nested else layout
     return FileProbe(p, size, enc, layout, first_line[:120], nested)
 
 
 @functools.lru_cache(maxsize=32)
-def _nested_rows(path: str, _size: int, _mtime: int, enc: EncodingGuess) -> NestedRows | None:
+def _nested_rows(path: str, _size: int, _mtime: int, enc: EncodingGuess, array: bool = False) -> NestedRows | None:
     """The rows inside a file that is one JSON object which is no row itself (an API response): None for
-    JSON Lines, objects back to back, a single row."""
+    JSON Lines, objects back to back, a single row. A top-level array (`array`) is parsed whole only when its
+    first element must be lifted into a row (`nested_json.lifted`); other arrays stream as they are."""
     import orjson
 
     from core.data.schema import UNKNOWN, detect_schema
 
+    if array:
+        head = next(iter_json_values(Path(path), enc, ReadNotes(), array=True), None)
+        try:
+            if head is None or not lifted(orjson.loads(head.raw)):
+                return None
+            return find_rows(orjson.loads("".join(iter_text_chunks(Path(path), enc, CountingErrors()))
+                                          .lstrip("\ufeff")))
+        except orjson.JSONDecodeError:
+            return None
     values = iter_json_values(Path(path), enc, ReadNotes(), array=False)
     first = next(values, None)
     if first is None or next(values, None) is not None:

@@ -10,6 +10,7 @@ tools and media columns.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -25,6 +26,11 @@ STAGES_FOR_KIND = {SUPERVISED: ("sft", "pt"), PRETRAIN: ("pt",), PREFERENCE: ("d
                    FEEDBACK: ("kto", "pt")}
 MEDIA = (("images", "<image>"), ("videos", "<video>"), ("audios", "<audio>"))
 KTO_TAG_NAMES = ("kto_tag", "label", "kto", "desirable", "tag")
+# a boolean column is KTO feedback only when its name says it rates the answer (LLaMA-Factory's `kto_tag`, its demo's
+# `label`, and words of the same family); any other boolean beside the text (`status`, `draft`, `sticky`, `published`,
+# `comments_disabled`, `is_active`...) is a record's metadata, not feedback on its answer
+FEEDBACK_NAME = re.compile(r"kto|label|desirable|\btag\b|feedback|helpful|thumbs?_?up|upvoted?|liked?\b|\bgood\b"
+                           r"|accepted|approved_answer|preferred", re.IGNORECASE)
 TEXT_NAMES = ("text", "content", "document")
 
 # (prompt key, response key) pairs that mean instruction/output, most specific first
@@ -47,6 +53,10 @@ ALIASES: tuple[tuple[str, str], ...] = (
     ("问题", "答案"),
     ("问题", "回答"),
     ("问", "答"),
+    # help-center and CMS articles (WordPress posts, Zendesk Help Center / Intercom articles): the title asks,
+    # the body answers; last, so a row's own question/answer keys win over its title
+    ("title", "body"),
+    ("title", "content"),
 )
 QUERY_ALIASES = ("input", "context", "query")
 SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant",
@@ -252,7 +262,7 @@ def _detect_kind(base: Schema, counts: dict[str, int], booleans: dict[str, int],
                       system="system" if "system" in counts else None, **extras)
     known = {base.prompt, base.query, base.response, base.messages, base.system, base.history}
     tag = next((k for k in KTO_TAG_NAMES if booleans.get(k, 0) * 2 >= n and k not in known), None) or next(
-        (k for k, c in booleans.items() if c * 2 >= n and k not in known), None)
+        (k for k, c in booleans.items() if c * 2 >= n and k not in known and FEEDBACK_NAME.search(k)), None)
     if tag and base.kind != UNKNOWN:
         return replace(base, task=FEEDBACK, kto_tag=tag, **extras)
     if base.kind == UNKNOWN:
