@@ -18,45 +18,23 @@ from __future__ import annotations
 import os
 import re
 from bisect import bisect_right
-from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import accumulate
 from pathlib import Path
 
 from core.i18n import _, current_language
 from core.train.failure_rules import Rule, rules
-from core.train.root_cause import CRASH_SIGNALS, PREFIX, RaisedException, RootCause, find_root_cause, signal_name
+from core.train.diagnosis_model import Diagnosis, LogEvidence
+from core.train.diagnosis_model import exception_evidence as _exception_evidence
+from core.train.diagnosis_model import exit_evidence as _exit_evidence
+from core.train.diagnosis_model import where_evidence as _where
+from core.train.diagnosis_report import run_python, with_family
+from core.train.root_cause import CRASH_SIGNALS, PREFIX, RootCause, find_root_cause
 
 MAX_SCAN = 16 * 1024 * 1024  # the head and the tail of a bigger log: where a run fails
 HEAD_SCAN = 4 * 1024 * 1024
 MAX_EVIDENCE = 3  # lines per rule per file
 STOP_EXITS = (0, 134, -6, 143, -15)  # what a requested stop may end with
-
-
-@dataclass(frozen=True)
-class LogEvidence:
-    file: str
-    line: int | None  # 1-based; None when the evidence is the exit status
-    text: str
-
-    def to_dict(self) -> dict:
-        return {"file": self.file, "line": self.line, "text": self.text}
-
-
-@dataclass
-class Diagnosis:
-    id: str
-    title: str
-    explanation: str
-    fix: str
-    commands: list[str] = field(default_factory=list)
-    evidence: list[LogEvidence] = field(default_factory=list)
-    score: float = 0.0
-
-    def to_dict(self) -> dict:
-        return {"id": self.id, "title": self.title, "evidence": [e.to_dict() for e in self.evidence],
-                "fix": self.fix, "explanation": self.explanation, "commands": list(self.commands),
-                "score": round(self.score, 1)}
 
 
 @lru_cache(maxsize=4)
@@ -138,8 +116,10 @@ def _last_piece(line: str) -> str:
 
 def diagnose_files(paths: list[str | os.PathLike], *, exit_code: int | None = None,
                    stop_requested: bool = False, last_step: tuple[int, int] | None = None,
-                   training: bool = True) -> list[Diagnosis]:
-    """Diagnoses from these log files (OSError when one cannot be read), most likely first."""
+                   training: bool = True, python: str | None = None) -> list[Diagnosis]:
+    """Diagnoses from these log files (OSError when one cannot be read), most likely first. `python`: the run's
+    interpreter, whose installed packages are the facts of a version skew (default: the versions the log printed,
+    else this interpreter's)."""
     merged: dict[str, tuple[list[LogEvidence], float]] = {}
     logs = []
     for path in paths:
@@ -150,19 +130,20 @@ def diagnose_files(paths: list[str | os.PathLike], *, exit_code: int | None = No
             prev_ev, prev_pos = merged.get(rule_id, ([], 0.0))
             merged[rule_id] = (prev_ev + evidence, max(prev_pos, pos))
     cause = find_root_cause(logs, exit_code=exit_code, last_step=last_step, training=training)
-    return _rank(merged, exit_code, stop_requested, cause)
+    return with_family(_rank(merged, exit_code, stop_requested, cause), cause, logs, stop_requested, python=python)
 
 
 def diagnose_text(text: str, name: str = "log", *, exit_code: int | None = None,
                   stop_requested: bool = False) -> list[Diagnosis]:
     numbered = list(enumerate(text.split("\n"), 1))
     cause = find_root_cause([(name, numbered)], exit_code=exit_code)
-    return _rank(scan_text(numbered, len(numbered), name), exit_code, stop_requested, cause)
+    return with_family(_rank(scan_text(numbered, len(numbered), name), exit_code, stop_requested, cause), cause,
+                       [(name, numbered)], stop_requested)
 
 
 def diagnose_run(run_dir: str | os.PathLike, output_dir: str | os.PathLike | None = None, *,
                  exit_code: int | None = None, stop_requested: bool = False,
-                 training: bool = True) -> list[Diagnosis]:
+                 training: bool = True, python: str | None = None) -> list[Diagnosis]:
     """A devtune run folder: stderr.log, stdout.log (and LLaMA-Factory's running_log.txt when present).
     `training=False` for an export run (no steps in its logs)."""
     run_dir = Path(run_dir)
@@ -171,7 +152,7 @@ def diagnose_run(run_dir: str | os.PathLike, output_dir: str | os.PathLike | Non
         paths.append(Path(output_dir) / "running_log.txt")
     step = last_logged_step(Path(output_dir)) if output_dir is not None else None
     return diagnose_files(paths, exit_code=exit_code, stop_requested=stop_requested, last_step=step,
-                          training=training)
+                          training=training, python=python)
 
 
 def diagnose_record(ws, record, *, exit_code: int | None = None, stop_requested: bool = False) -> list[Diagnosis]:
@@ -188,7 +169,7 @@ def diagnose_record(ws, record, *, exit_code: int | None = None, stop_requested:
     found = diagnose_run(directory, ws.abs(record.output_dir) if record.output_dir else None,
                          exit_code=record.exit_code if exit_code is None else exit_code,
                          stop_requested=stop_requested or record.stop_requested is not None,
-                         training=record.kind != "export")
+                         training=record.kind != "export", python=run_python(record))
     return agree_with_machine(found, on_cpu=ran_on_cpu(record, directory), config=record.source_config)
 
 
@@ -253,44 +234,6 @@ def _rank(found: dict[str, tuple[list[LogEvidence], float]], exit_code: int | No
     return out
 
 
-def _exit_evidence(code: int | None, sig: str | None = None) -> LogEvidence:
-    sig = sig or signal_name(code)
-    if sig:
-        return LogEvidence(_("exit status"), None, _("the trainer exited with {code} ({signal})", code=code,
-                                                     signal=sig))
-    return LogEvidence(_("exit status"), None, _("the trainer exited with {code}", code=code))
-
-
-def _where(cause: RootCause) -> list[LogEvidence]:
-    """The rank and host that failed first, the step reached, the exit status."""
-    out = []
-    if cause.rank is not None or cause.host:
-        ranks = ", ".join(str(r) for r in cause.failed_ranks) if len(cause.failed_ranks) > 1 else None
-        if cause.host and cause.rank is not None:
-            text = _("first failure: rank {rank} on {host}", rank=cause.rank, host=cause.host)
-        elif cause.rank is not None:
-            text = _("first failure: rank {rank}", rank=cause.rank)
-        else:
-            text = _("first failure on {host}", host=cause.host)
-        if ranks:
-            text += "; " + _("ranks with an exception: {ranks}", ranks=ranks)
-        out.append(LogEvidence(_("ranks"), None, text))
-    if cause.last_step is not None:
-        text = (_("last step reached: {step} of {total}", step=cause.last_step, total=cause.total_steps)
-                if cause.total_steps else _("last step reached: {step}", step=cause.last_step))
-        out.append(LogEvidence(_("progress"), None, text))
-    if cause.exit_code not in (None, 0) or cause.signal:
-        out.append(_exit_evidence(cause.exit_code, cause.signal))
-    return out
-
-
-def _exception_evidence(exc: RaisedException) -> list[LogEvidence]:
-    out = [LogEvidence(exc.file, exc.line, (exc.printed or exc.text)[:400])]
-    if exc.frame_text:
-        out.append(LogEvidence(exc.file, exc.frame_line, exc.frame_text))  # the frame that raised it
-    return out
-
-
 def _quote_root_exception(first: Diagnosis, cause: RootCause) -> None:
     """The rule's diagnosis also quotes the exception that ended the run, where it was raised and by whom."""
     exc = cause.exception
@@ -312,7 +255,7 @@ def _root_cause_diagnosis(cause: RootCause, exit_code: int | None) -> Diagnosis:
         evidence = _exception_evidence(exc) + _where(cause)
         native = bool(exc.printed)  # a faulthandler dump or a C++ what(), not a Python traceback
         return Diagnosis(
-            "root-cause", exc.text[:200],
+            "root-cause", (exc.printed if exc.exc_type == "native abort" else exc.text)[:200],
             _("No rule of devtune knows this error; the process crashed in native code (a compiled library), "
               "and this is what it printed first: the error, and the innermost frame it ran.") if native else
             _("No rule of devtune knows this error; this is the first exception of the first rank that failed, "

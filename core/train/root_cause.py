@@ -28,7 +28,11 @@ import re
 import signal
 from dataclasses import dataclass, field
 
-PREFIX = re.compile(r"^\[(?:rank|default)(\d+)\]:\s?")
+from core.train.diagnosis_native import find_native_abort
+
+# the rank prefix of each launcher: torchrun's `[rank0]:` and `[default0]:` (--tee), torchx's `[0]:`, and
+# srun --label's `0: ` (also "task 0: "); one group, the rank
+PREFIX = re.compile(r"^(?:\[(?:rank|default)?|(?:task )?(?=\d+: ))(\d+)(?:\]:\s?|: )")
 TRACEBACK = "Traceback (most recent call last):"
 CHAINED = ("During handling of the above exception, another exception occurred:",
            "The above exception was the direct cause of the following exception:")
@@ -375,6 +379,14 @@ def find_root_cause(logs: list[tuple[str, list[tuple[int, str]]]], *, exit_code:
     if not [e for e in exceptions if not e.wrapper]:
         for name, numbered in logs:
             exceptions += read_bare_exceptions(numbered, name)
+    if not [e for e in exceptions if not e.wrapper]:  # a native abort: its first fatal line is the root
+        for name, numbered in logs:
+            found = find_native_abort(numbered, PREFIX)
+            if found is not None:
+                number, rank, text = found
+                exceptions.append(RaisedException("native abort", text, name, number, rank, traceback_start=number,
+                                                  printed=text))
+                break
     for _name, numbered in logs:
         summary = summary or read_torchrun_summary(numbered)
         progress = progress or (last_progress(numbered) if training else None)
@@ -388,7 +400,12 @@ def find_root_cause(logs: list[tuple[str, list[tuple[int, str]]]], *, exit_code:
             first = real[0]
             rank = first.rank if rank is None else rank
     code = summary.get("exit_code", exit_code) if summary.get("exit_code") not in (None, 1) else exit_code
-    sig = summary.get("signal") or signal_name(code)
+    sig = summary.get("signal") or signal_name(code) or ("SIGABRT" if first is not None and first.exc_type == "native abort" and code is None and _aborted(logs) else None)
     step = last_step or progress
     return RootCause(first, code, sig, rank, summary.get("host"), step[0] if step else None,
                      step[1] if step else None, sorted({e.rank for e in real if e.rank is not None}))
+
+
+def _aborted(logs: list[tuple[str, list[tuple[int, str]]]]) -> bool:
+    """The log says the process aborted (a shell's "Aborted (core dumped)", srun's "task N: Aborted")."""
+    return any("Aborted (core dumped)" in raw for _name, numbered in logs for _n, raw in numbered[-200:])

@@ -83,7 +83,34 @@ def render(machines: Path = MACHINES) -> str:
         lines += [f"### {rule.title}", "", f"`{rule.id}`", "", rule.explanation, "", _("Fix:") + " " + rule.fix, ""]
         if rule.commands:
             lines += _block("\n".join(rule.commands)) + [""]
+    lines += _families()
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _families() -> list[str]:
+    """The failure families (core.train.diagnosis_families) and the known upstream threads (known_issues.json)."""
+    from core.train.known_issues import known_issues
+
+    lines = ["## " + _("Failure families (no rule needed)"), "",
+             _("When no rule knows an error, devtune diagnose names its family from the root line and fills in "
+               "the facts of this run and machine:"), ""]
+    about = {
+        "version-skew": _("two libraries released for different versions of each other: both packages, their "
+                          "installed versions, the range the caller declares, and the pin that fixes it"),
+        "resource-exhaustion": _("host RAM, GPU memory, disk or disk quota, /dev/shm, open files, processes: "
+                                 "which resource, and its size or limit on this machine"),
+        "rendezvous-network": _("ports in use, host names that do not resolve, addresses nothing answers on, "
+                                "timeouts, for torchrun, torchx, srun and vLLM alike"),
+        "gpu-runtime-abort": _("the GPU runtime or a GPU library aborted (HIP/HSA, rocBLAS, hipBLASLt, MIOpen, "
+                               "cuBLAS, an illegal memory access): the library, the GPU architecture, what to match"),
+        "device-mismatch": _("one process holds the model on several devices"),
+        "no-trainable-grad": _("nothing in the model requires gradients"),
+    }
+    lines += [f"- `{fid}`: {text}" for fid, text in about.items()] + [""]
+    lines += ["### " + _("Seen upstream"), "", _("A root line like one of these also shows the thread and its fix:"),
+              ""]
+    lines += [f"- `{e.signature}`: {e.fix_text()} ({e.link})" for e in known_issues()]
+    return lines + [""]
 
 
 def render_all() -> dict[str, str]:

@@ -128,7 +128,7 @@ def test_a_rules_diagnosis_quotes_the_root_exception_first():
 def test_a_downstream_timeout_yields_to_the_rank_that_failed_first():
     text = (LOGS / "unseen" / "rank_illegal_memory_then_watchdog.log").read_text()
     found = diagnose_text(text, "stderr.log", exit_code=1)
-    assert found[0].id == "root-cause" and "illegal memory access" in found[0].title
+    assert found[0].id == "gpu-runtime-abort" and "illegal memory access" in found[0].title
     assert "nccl-timeout" in [d.id for d in found]
 
 

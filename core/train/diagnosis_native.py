@@ -1,0 +1,46 @@
+"""The first fatal line of a native crash: what a GPU runtime or library printed before the process aborted.
+
+A run that dies in compiled code often prints no Python traceback at all, only the runtime's own message and
+the shell's "Aborted (core dumped)":
+
+    Memory access fault by GPU node-2 (Agent handle: 0x56468ab3bb50) on address 0x7fe55fb03000. Reason: ...
+    Aborted (core dumped)
+
+The library's line names the failure; the abort only says the process ended. So the first line of a library
+(HIP/HSA, rocBLAS, hipBLASLt, MIOpen, RCCL/NCCL, CUDA/cuBLAS) is the root, and the abort or signal line only
+when no library spoke. faulthandler dumps and C++ terminate messages are read by core.train.root_cause.
+"""
+
+from __future__ import annotations
+
+import re
+
+LIBRARY_FATAL = re.compile(
+    r"(Memory access fault by GPU node-\d+.*"
+    r"|.*\bHSA_STATUS_ERROR_\w+.*"
+    r"|rocBLAS error: .*|rocblaslt error: .*|hipBLASLt error: .*"
+    r"|MIOpen Error: .*|MIOpen\(HIP\): Error .*"
+    r"|.*\bNCCL WARN .*(?:[Ff]ailure|[Ee]rror).*|.*\bRCCL WARN .*"
+    r"|.*\bhipError\w+.*|HIP error: .*|CUDA error: .*|CUBLAS_STATUS_\w+.*"
+    r"|GPU core dump failed.*)$")
+ABORT = re.compile(r"^(?:Aborted|Segmentation fault|Bus error|Illegal instruction|Floating point exception)"
+                   r"(?: \(core dumped\))?$|^Killed$")
+# a library's warning that is not fatal by itself (hipBLASLt falls back to Tensile and goes on)
+NOT_FATAL = re.compile(r"falling back|Heuristic Fetch Failed|This message will be only be displayed once")
+
+
+def find_native_abort(numbered: list[tuple[int, str]], prefix: re.Pattern) -> tuple[int, int | None, str] | None:
+    """(line number, rank, text) of the first fatal native line in this log, or None. A library's line wins over
+    the abort it caused; a log with neither has no native crash."""
+    abort = None
+    for number, raw in numbered:
+        m = prefix.match(raw)
+        text = (raw[m.end():] if m else raw).strip()
+        text = text.rsplit("\r", 1)[-1].strip()
+        if not text or NOT_FATAL.search(text):
+            continue
+        if LIBRARY_FATAL.match(text):
+            return number, int(m.group(1)) if m else None, text[:400]
+        if abort is None and ABORT.match(text):
+            abort = (number, int(m.group(1)) if m else None, text)
+    return abort

@@ -1,0 +1,87 @@
+"""A failed run's diagnosis completed by its family and the upstream thread it matches.
+
+core.train.failures ranks the rules' diagnoses and names the root exception; then `with_family`:
+- asks core.train.diagnosis_families which family the root line belongs to, with this run's facts; the family's
+  diagnosis comes first when no rule explained the root (only the generic root-cause one, or a symptom), or
+  when it overrides the rule that did (a full /dev/shm is no full disk), and second otherwise;
+- quotes the known upstream thread (core.train.known_issues) on the first diagnosis: "seen upstream: <link>"
+  with that thread's fix.
+The Train step, `devtune diagnose` and `devtune monitor` all get their diagnosis through here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from core.i18n import _
+from core.train.diagnosis_families import family_finding
+from core.train.diagnosis_model import Diagnosis, LogEvidence, exception_evidence, where_evidence
+from core.train.known_issues import match_known_issue
+from core.train.diagnosis_native import find_native_abort
+from core.train.root_cause import PREFIX, RootCause
+
+GENERIC = ("root-cause", "unexplained-failure", "aborted", "terminated", "peer-rank-died", "nccl-timeout",
+           "nccl-error")
+
+
+def run_python(record) -> str | None:
+    """The interpreter of a devtune run: the one beside its argv[0] (a venv's bin/llamafactory-cli)."""
+    argv = getattr(record, "argv", None) or []
+    if not argv:
+        return None
+    first = Path(argv[0])
+    if first.name.startswith("python"):
+        return str(first) if first.is_absolute() and first.exists() else None
+    beside = first.parent / "python"
+    return str(beside) if first.is_absolute() and beside.exists() else None
+
+
+def _context(logs: list[tuple[str, list[tuple[int, str]]]], cause: RootCause) -> tuple[str, str]:
+    """The root exception's traceback lines, and the head and tail of the logs (versions, endpoints)."""
+    exc = cause.exception
+    frames = ""
+    for name, numbered in logs:
+        if exc is not None and name == exc.file:
+            frames = "\n".join(t for n, t in numbered if (exc.traceback_start or exc.line) <= n <= exc.line)
+    text = "\n".join(t for _name, numbered in logs for _n, t in numbered[:300] + numbered[-600:])
+    return frames, text
+
+
+def _native_before(logs: list[tuple[str, list[tuple[int, str]]]], cause: RootCause) -> list[LogEvidence]:
+    """A GPU library's fatal line printed before the Python exception it turned into (MIOpen's "Code object
+    build failed" before `RuntimeError: miopenStatusUnknownError`)."""
+    exc = cause.exception
+    if exc is None or exc.exc_type == "native abort":
+        return []
+    for name, numbered in logs:
+        if name == exc.file:
+            found = find_native_abort([(n, t) for n, t in numbered if n < exc.line], PREFIX)
+            if found is not None and found[0] >= exc.line - 200:
+                return [LogEvidence(name, found[0], found[2])]
+    return []
+
+
+def with_family(found: list[Diagnosis], cause: RootCause, logs: list[tuple[str, list[tuple[int, str]]]],
+                stop_requested: bool = False, *, python: str | None = None) -> list[Diagnosis]:
+    if not found or stop_requested:
+        return found
+    exc = cause.exception
+    if exc is None and cause.signal != "SIGKILL":
+        return found
+    root = (exc.printed or exc.text) if exc is not None else cause.signal
+    frames, log_text = _context(logs, cause)
+    finding = family_finding(root, frames, exit_signal=cause.signal, python=python, log_text=log_text)
+    if finding is not None:
+        evidence = (exception_evidence(exc) if exc is not None else []) + _native_before(logs, cause) + [
+            LogEvidence(_("facts"), None, fact) for fact in finding.facts] + where_evidence(cause)
+        family = Diagnosis(finding.id, finding.title, finding.explanation, finding.fix, finding.commands,
+                           evidence, found[0].score + 1)
+        first = found[0].id in GENERIC or found[0].id in finding.overrides
+        if first:
+            found = [family] + [d for d in found if d.id != "root-cause"]
+        elif exc is not None:  # a signal alone: the rule that came first already says what the family would
+            found.insert(1, family)
+    issue = match_known_issue(root) if exc is not None else None
+    if issue is not None:
+        found[0].evidence.append(LogEvidence(_("seen upstream"), None, f"{issue.link}: {issue.fix_text()}"))
+    return found
