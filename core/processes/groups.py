@@ -73,30 +73,3 @@ def _wait_gone(pgid: int, leader_pid: int, timeout: float, interval: float) -> N
     while time.monotonic() < deadline and group_alive(pgid):
         reap(leader_pid)
         time.sleep(interval)
-
-
-def signal_leaves(pid: int, sig: int) -> None:
-    """Signal the processes that do the work under `pid`: the leaves of its process tree (torchrun's workers
-    under a launcher; `pid` itself when it has no children). LLaMA-Factory's graceful stop is SIGABRT to them."""
-    import psutil
-
-    try:
-        root = psutil.Process(pid)
-        tree = [root] + root.children(recursive=True)
-    except psutil.NoSuchProcess:
-        return
-    leaves = [p for p in tree if not _has_children(p)] or [root]
-    for proc in leaves:
-        try:
-            proc.send_signal(sig)
-        except psutil.NoSuchProcess:
-            pass
-
-
-def _has_children(proc) -> bool:
-    import psutil
-
-    try:
-        return bool(proc.children())
-    except psutil.NoSuchProcess:
-        return False

@@ -6,6 +6,9 @@ The environment devtune adds (and records in run.json) is the config's launch en
 - LLAMABOARD_ENABLED=1 and LLAMABOARD_WORKDIR=<output_dir>, so a graceful stop (SIGABRT) makes
   LLaMA-Factory stop after the step and save the adapter;
 - PYTHONUNBUFFERED=1, so stdout reaches the log as it happens;
+- DEVTUNE_SYNCED_STOP=1 and core/train/rank_site first on PYTHONPATH: its sitecustomize makes the ranks agree on
+  that stop, so every rank ends at the same step (one rank saving while another began the next step hung
+  ZeRO-3 and DDP runs);
 - PATH with the environment's bin first, so DeepSpeed's launcher finds `torchrun`;
 - HF_DATASETS_CACHE and TORCH_EXTENSIONS_DIR inside the workspace, unless already set;
 - DS_ACCELERATOR=cpu on a machine without a GPU.
@@ -56,6 +59,9 @@ def config_errors(ws: Workspace, spec, path: str) -> list:
     return preview(ws, spec, path).errors
 
 
+RANK_SITE = Path(__file__).resolve().parent / "rank_site"
+
+
 def venv_bin() -> Path:
     return Path(sys.executable).parent
 
@@ -67,6 +73,9 @@ def training_env(ws: Workspace, spec_env: dict[str, str], output_dir: str, *,
     env["LLAMABOARD_ENABLED"] = "1"
     env["LLAMABOARD_WORKDIR"] = output_dir
     env["PYTHONUNBUFFERED"] = "1"
+    env["DEVTUNE_SYNCED_STOP"] = "1"  # every rank stops at the same step (core/train/rank_site/sitecustomize.py)
+    env["PYTHONPATH"] = os.pathsep.join([str(RANK_SITE)] + [p for p in os.environ.get("PYTHONPATH", "").split(
+        os.pathsep) if p and p != str(RANK_SITE)])
     path = os.environ.get("PATH", "")
     if str(venv_bin()) not in path.split(os.pathsep):
         env["PATH"] = f"{venv_bin()}{os.pathsep}{path}"

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from core.config.resume_point import last_checkpoint_of as last_checkpoint
 from core.i18n import _
-from core.processes.groups import signal_group, signal_leaves
+from core.processes.groups import signal_group
+from core.train.stalls import signal_ranks
 from core.train.runs import (GRACEFUL_SIGNAL, RunError, RunRecord, refresh, reserve_run_dir, run_dir, start_run,
                              status_label, update_record)
 from core.workspace.layout import Workspace
@@ -33,7 +34,7 @@ def stop_run(ws: Workspace, run_id: str, *, graceful_timeout: float = 120.0, ter
         record = refresh(directory)
     if record.trainer is not None and record.trainer.alive():
         say(_("asking the trainer to stop after this step and save the adapter (SIGABRT)"))
-        signal_leaves(record.trainer.pid, GRACEFUL_SIGNAL)
+        signal_ranks(record.trainer.pid, GRACEFUL_SIGNAL)
         if _wait_for(lambda: not refresh(directory).active, graceful_timeout):
             return refresh(directory)
         say(_("no graceful stop after {s:.0f} s; sending SIGTERM to its process group", s=graceful_timeout))

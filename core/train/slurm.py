@@ -33,7 +33,7 @@ from pathlib import Path
 from core.errors import Failed
 from core.files.atomic import write_atomic
 from core.i18n import _
-from core.processes.groups import signal_leaves
+from core.train.stalls import signal_ranks
 from core.processes.helpers import run_helper
 
 POLL_SECONDS = 2.0
@@ -243,7 +243,7 @@ def _signal_this_node(run_dir: Path, sig: str, at: float | None = None) -> int:
     except (OSError, ValueError):
         print(_("no training process on this node ({file})", file=pid_file), file=sys.stderr)
         return 1
-    signal_leaves(pid, getattr(signals, f"SIG{sig}"))
+    signal_ranks(pid, getattr(signals, f"SIG{sig}"))
     return 0
 
 

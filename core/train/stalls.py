@@ -305,3 +305,16 @@ def check_stall(trainer_log: Path, trainer_pid: int | None, samples_by_tick: lis
     if stall is not None and with_stacks:
         stall.stacks = dump_stacks(training_processes(trainer_pid))
     return stall
+
+
+def signal_ranks(pid: int, sig: int) -> None:
+    """Signal the ranks of the trainer's tree (training_processes: neither their launchers nor their data-loader
+    or dataset-map workers, which have no handler and would die of it). LLaMA-Factory's graceful stop is SIGABRT
+    to them; the ranks then agree on the step they stop at (core/train/rank_site/sitecustomize.py)."""
+    import psutil
+
+    for rank in training_processes(pid):
+        try:
+            psutil.Process(rank).send_signal(sig)
+        except psutil.NoSuchProcess:
+            pass

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -14,7 +15,7 @@ import pytest
 
 from core.train.gpu.sample import GpuSample
 from core.train.stalls import (MIN_STALL_SECONDS, check_stall, dump_stack, dump_stacks, gpus_idle_stall, no_step_stall,
-                               py_spy, step_interval, training_processes)
+                               py_spy, signal_ranks, step_interval, training_processes)
 
 # A tiny trainer that logs three steps as LLaMA-Factory does, then hangs in a "collective" that never returns.
 HANGING_TRAINER = r"""
@@ -208,6 +209,14 @@ def test_a_single_process_run_with_a_worker_dumps_the_process_itself(tmp_path):
 
         assert wait(lambda: list(tmp_path.glob("rank*-*")), timeout=30)
         assert training_processes(proc.pid) == [proc.pid]
+        # devtune stop signals the rank, never its worker (SIGABRT would kill a worker: it has no handler)
+        import psutil
+
+        worker = int(next(tmp_path.glob("rank*-*")).name.split("-")[1])
+        signal_ranks(proc.pid, signal.SIGSTOP)
+        assert wait(lambda: psutil.Process(proc.pid).status() == psutil.STATUS_STOPPED, timeout=10)
+        assert psutil.Process(worker).status() != psutil.STATUS_STOPPED
+        signal_ranks(proc.pid, signal.SIGCONT)
     finally:
         import psutil
 

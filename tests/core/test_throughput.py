@@ -118,3 +118,26 @@ def test_a_real_cpu_run_with_llamafactorys_count_gives_a_measured_rate():
     cpu = Throughput.of(snap, RunShape(params=1e6, method="lora", gpu=None, vendor=None, devices=0,
                                        tokens_per_step=None))
     assert cpu.text() == "MFU not applicable (CPU run)"
+
+
+def test_a_run_that_counts_its_tokens_is_never_estimated(workspace):
+    """A config with include_num_input_tokens_seen: its tokens/s is LLaMA-Factory's count or not measurable yet;
+    the steps' pace times a typical step is said only for a run that does not count (seen in CI: monitor said
+    '~2640 tokens/s (estimate)' in the seconds before the count's window spanned 10 s)."""
+    from core.config.files import save_config
+    from core.config.presets import preset_spec
+    from core.train.throughput import run_shape
+    from tests.core.config_workspace import fake_model, register_dataset
+
+    fake_model(workspace)
+    register_dataset(workspace)
+    spec = preset_spec("cpu-demo", ["support"])
+    assert spec.include_num_input_tokens_seen
+    save_config(workspace, spec, "configs/counts.yaml")
+    save_config(workspace, spec.model_copy(update={"include_num_input_tokens_seen": False}), "configs/estimates.yaml")
+    counts, estimates = run_shape(workspace, "configs/counts.yaml"), run_shape(workspace, "configs/estimates.yaml")
+    assert counts.tokens_per_step is None and estimates.tokens_per_step > 0
+    early = Throughput.from_rates(None, 3.0, counts)  # steps measurable, the count's window not yet
+    assert not early.rate.measurable and not early.rate.estimated and early.text() == "MFU not applicable (CPU run)"
+    guessed = Throughput.from_rates(None, 3.0, estimates)
+    assert guessed.rate.estimated and guessed.rate.tokens_per_s == pytest.approx(3.0 * estimates.tokens_per_step)

@@ -146,10 +146,12 @@ def test_zero3_across_two_slurm_nodes_trains_stops_resumes_and_merges(cluster, w
     for node in (0, 1):  # each node samples its own GPUs (none on this CPU machine: it says so)
         status = json.loads((workspace.runs_dir / run["id"] / f"gpu-node{node}.status").read_text())
         assert status["state"] == "no-gpu", status
-    logs = (workspace.runs_dir / run["id"] / "stdout.log").read_text(errors="replace")
-    assert "Process rank: 1, world size: 2" in logs + (workspace.runs_dir / run["id"] / "stderr.log").read_text()
+    logs = "".join((workspace.runs_dir / run["id"] / name).read_text(errors="replace")
+                   for name in ("stdout.log", "stderr.log"))
+    assert "Process rank: 1, world size: 2" in logs
     out = devtune_cli(*ws, "stop", run["id"], env=env, timeout=200)
     assert out.returncode == 0 and "SIGABRT through srun" in out.stderr, out.stdout + out.stderr
+    assert "[devtune] a stop is agreed by every rank" in logs  # core/train/rank_site: both nodes stop at one step
     state = json.loads((workspace.runs_dir / run["id"] / "slurm.json").read_text())
     assert state["state"] == "COMPLETED", state  # LLaMA-Factory stopped and saved on both nodes
     saved = workspace.root / "saves" / "cpu-demo"

@@ -25,6 +25,7 @@ def test_zero3_on_two_processes_trains_stops_resumes_and_merges(workspace, tiny_
     logs = "".join((workspace.runs_dir / run["id"] / name).read_text(errors="replace")
                    for name in ("stdout.log", "stderr.log"))
     assert "Process rank: 1, world size: 2" in logs  # two ranks really trained
+    assert "[devtune] a stop is agreed by every rank" in logs  # core/train/rank_site: both stop at one step
     saved = workspace.root / "saves" / "cpu-demo"
     assert (saved / "adapter_model.safetensors").exists() and checkpoints(saved)
     last = checkpoints(saved)[-1]
