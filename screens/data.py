@@ -20,11 +20,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.reactive import var
-from textual.widgets import Button, Select, Static, TabbedContent, TabPane
+from textual.widgets import Select, Static, TabbedContent, TabPane
 
 from core.i18n import _, said_n
 from core.settings import Preferences
 from screens.base import Coalesce, Job, Progress, StepScreen, step_binding
+from screens.data_act import DataActing
+from screens.data_opened import OpenedNote
 from screens.data_synth import DocumentsPane
 from tui.widgets.data_actions import DataActions
 from tui.widgets.data_file_tree import DataFileTree
@@ -39,7 +41,7 @@ FIRST_PAGE = 60  # rows shown at once on opening; paging reads the rest through 
 TEMPLATES = ("llama3", "qwen", "qwen3_nothink", "chatml", "alpaca", "default", "empty")
 
 
-class DataScreen(StepScreen):
+class DataScreen(DataActing, StepScreen):
     STEP_ID = "data"
     CSS_PATH = "../tui/styles/data.tcss"
     BINDINGS = [
@@ -61,6 +63,9 @@ class DataScreen(StepScreen):
         Binding("k", "keep_value", _("Keep contact"), id="data.keep",
                 tooltip=_("the highlighted personal-data finding is the business's own public contact: keep it "
                           "(.devtune/keep.txt), unreported and unmasked")),
+        Binding("a", "speaker_roles", _("Speaker roles"), id="data.roles",
+                tooltip=_("a chat export: say which speakers answer (agents) and which ask (customers), then preview "
+                          "the conversion with those roles")),
         Binding("d", "from_documents", _("From documents"), id="data.documents",
                 tooltip=_("generate question–answer pairs from documents through a server")),
         step_binding("data", "stop", "synth_stop", _("Stop generating"),
@@ -86,8 +91,10 @@ class DataScreen(StepScreen):
 
     @property
     def INTRO(self) -> str:  # noqa: N802 - StepScreen's attribute, translated when shown
-        return _("Pick your data file (o). Lint it (F5 or l), then fix (f), convert (v) and register (g) it: every "
-                 "write is previewed first. Findings jump to their row (enter).")
+        return _("Pick your data file (o): JSON Lines, JSON, CSV, a spreadsheet (.xlsx, .ods) or a chat export "
+                 "(WeChat, WeCom, WhatsApp, helpdesk...). Lint it (F5 or l), then fix (f), convert (v) and register "
+                 "(g) it: every write is previewed first. Findings jump to their row (enter); a chat export's roles "
+                 "are set with a.")
 
     def __init__(self) -> None:
         super().__init__()
@@ -95,6 +102,7 @@ class DataScreen(StepScreen):
         self.preview = None
         self.opened_at = 0.0
         self.first_page_seconds: float | None = None
+        self.roles: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # a chat export's speakers as the person said
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="data-main"):
@@ -103,6 +111,7 @@ class DataScreen(StepScreen):
                 tree.border_title = _("workspace")
                 yield tree
                 yield Static(_("no file open"), id="data-file-info", markup=False)
+                yield OpenedNote(id="data-opened")
             with TabbedContent(id="data-tabs", initial="tab-rows"):
                 with TabPane(_("Rows"), id="tab-rows"):
                     yield RowPager(id="data-rows")
@@ -166,14 +175,20 @@ class DataScreen(StepScreen):
         self.path = Path(path)
         self.opened_at = time.perf_counter()
         self.first_page_seconds = None
+        self.roles = ((), ())
         self.query_one("#data-file-info", Static).update(_("opening {name}…", name=self.path.name))
+        self.query_one(OpenedNote).detect(self.path)
         self.query_one(DataActions).set_file(Path(self.ws.rel(self.path)))
         self.run_background(self._open, self.path, group="data-open", description=_("Opening the file"),
                             progress=self._opening, done=self._indexed)
 
     @staticmethod
     def _open(job: Job, path: Path) -> Path:
+        from core.data.opened import pages_rows
         from core.data.preview import Preview
+
+        if not pages_rows(path):  # a workbook: its rows are the convert preview's (OpenedNote.Detected)
+            return path
 
         preview = Preview(path)
         rows = preview.first_page(FIRST_PAGE)
@@ -219,6 +234,26 @@ class DataScreen(StepScreen):
         self.query_one(DataFileTree).reload()
         if self.path is not None and self.path.is_file():
             self.open_file(self.path)
+
+    # ---- what the file is: a chat export's speakers, a workbook (screens/data_opened.py) ---------------
+    def on_opened_note_detected(self, message: OpenedNote.Detected) -> None:
+        from core.data.opened import WORKBOOK
+
+        if message.opened.kind == WORKBOOK:
+            pager = self.query_one(RowPager)
+            pager.clear(columns=True)
+            pager.preview, pager.rows_now = None, []
+            pager.border_title = str(self.ws.rel(self.path))
+            pager.border_subtitle = _("a workbook: its rows are in the convert preview (Fix & register)")
+            self._request("convert")
+
+    def action_speaker_roles(self) -> None:
+        if not self.query_one(OpenedNote).ask_roles():
+            self.app.notify(_("the open file is no chat export: it has no speakers to set roles for"), timeout=3)
+
+    def on_opened_note_roles_chosen(self, message: OpenedNote.RolesChosen) -> None:
+        self.roles = (message.agents, message.customers)
+        self._request("convert")
 
     # ---- preview of the prompt -----------------------------------------------------------------
     def on_row_pager_row_chosen(self, message: RowPager.RowChosen) -> None:
@@ -372,70 +407,3 @@ class DataScreen(StepScreen):
 
     def action_open_tree(self) -> None:
         self.query_one(DataFileTree).focus()
-
-    # ---- fix / convert / register --------------------------------------------------------------
-    def action_fix_preview(self) -> None:
-        self._request("fix")
-
-    def action_convert_preview(self) -> None:
-        self._request("convert")
-
-    def action_register_preview(self) -> None:
-        self._request("register")
-
-    def _request(self, action: str) -> None:
-        """Show the action's form and preview its result. The focus moves into the form first: otherwise
-        hiding the focused row table would hand the focus (and with it the tab) back to the Rows tab."""
-        self.query_one("#data-tabs", TabbedContent).active = "tab-actions"
-        actions = self.query_one(DataActions)
-        actions.query_one(f"#{action}-preview", Button).focus()
-        actions.request(action, write=False)
-
-    @on(DataActions.Requested)
-    def _requested(self, event: DataActions.Requested) -> None:
-        path = self.path
-        if path is None:
-            self.app.notify(_("open a file first (o)"), timeout=3)
-            return
-        if event.write and event.action == "fix" and event.yes:
-            from tui.widgets.confirm import ConfirmScreen
-
-            from core.data.fix import confirmed_fixes
-
-            question = _("Also apply the fixes that need a confirmation ({fixes}) and write {out}?",
-                         fixes=confirmed_fixes(), out=event.output)
-            self.app.push_screen(ConfirmScreen(question), lambda ok: self._act(event, path) if ok else None)
-            return
-        self._act(event, path)
-
-    def _act(self, req: DataActions.Requested, path: Path, replace: bool = False) -> None:
-        self.run_background(self._run_action, req, path, self.ws, replace, group="data-act", exclusive=False,
-                            description=_("Fix / convert / register"),
-                            done=lambda done: self._acted(req, done, path))
-
-    @staticmethod
-    def _run_action(job: Job, req: DataActions.Requested, path: Path, ws, replace: bool = False):
-        from core.data import actions
-
-        return actions.run(req.action, path, write=req.write, output=req.output, yes=req.yes,
-                           source_format=req.source_format, name=req.name, holdout=req.holdout, ws_root=ws.root,
-                           dataset_dir=ws.data_dir, replace=replace)
-
-    def _acted(self, req: DataActions.Requested, done, path: Path | None = None) -> None:
-        self.query_one(DataActions).show_result(done.lines, done.rows, error=done.error)
-        if done.confirm and path is not None:  # core asks first (an existing file would be replaced)
-            from tui.widgets.confirm import ConfirmScreen
-
-            self.app.push_screen(ConfirmScreen(done.confirm, yes=_("Replace")),
-                                 lambda ok: self._act(req, path, replace=True) if ok else None)
-            return
-        if done.error or not req.write:
-            return
-        if req.action == "register":
-            self.app.apply_change(done.result.state_change(self.ws.rel(self.path)))
-        else:
-            self.query_one(DataFileTree).reload()
-            written = Path(done.result.output)
-            self.app.notify(_("wrote {path}; it is open now: lint it, then register it", path=self.ws.rel(written)),
-                            timeout=6)
-            self.open_file(written)

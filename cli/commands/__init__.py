@@ -12,4 +12,5 @@ COMMAND_MODULES = (
     "serve",
     "eval",
     "diagnose",
+    "notify",
 )

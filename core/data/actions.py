@@ -25,8 +25,11 @@ class ActionOutcome:
 
 
 def run(action: str, path: Path, *, write: bool, output: str = "", yes: bool = False, source_format: str = "auto",
-        name: str = "", holdout: str = "", ws_root: Path, dataset_dir: Path, replace: bool = False) -> ActionOutcome:
+        name: str = "", holdout: str = "", ws_root: Path, dataset_dir: Path, replace: bool = False,
+        agents: tuple[str, ...] = (), customers: tuple[str, ...] = ()) -> ActionOutcome:
     """Never raises for a problem the person can fix: the outcome says what went wrong.
+
+    `agents` / `customers`: a chat transcript's speakers as the person named them (convert's --agent/--customer).
 
     `yes` confirms the content fixes that need it; it never allows replacing a file. An existing output is
     replaced only with `replace` (the person confirmed that replacement): otherwise the outcome asks."""
@@ -45,7 +48,8 @@ def run(action: str, path: Path, *, write: bool, output: str = "", yes: bool = F
                                      _("{out} already exists. Replace it with the converted file?", out=out))
             if action == "fix":
                 return _fix(path, out, write=write, yes=yes, replace=replace)
-            return _convert(path, out, write=write, source_format=source_format, replace=replace)
+            return _convert(path, out, write=write, source_format=source_format, replace=replace, agents=agents,
+                            customers=customers)
         if action == "register" and holdout:
             return _register_holdout(path, name, holdout, write=write, ws_root=ws_root, dataset_dir=dataset_dir)
         if action == "register":
@@ -78,11 +82,12 @@ def _fix(path: Path, out: Path, *, write: bool, yes: bool, replace: bool) -> Act
     return ActionOutcome([head] + report.lines(), _rows(report.preview, report.rejected_preview), report)
 
 
-def _convert(path: Path, out: Path, *, write: bool, source_format: str, replace: bool) -> ActionOutcome:
+def _convert(path: Path, out: Path, *, write: bool, source_format: str, replace: bool, agents: tuple[str, ...] = (),
+             customers: tuple[str, ...] = ()) -> ActionOutcome:
     from core.data.convert import convert_file
 
     report = convert_file(path, out, source_format=source_format, dry_run=not write, preview=PREVIEW_ROWS,
-                          force=write and replace)
+                          force=write and replace, agents=agents, customers=customers)
     head = _("Preview — nothing written yet.") if not write else _("Written.")
     return ActionOutcome([head] + report.lines(), _rows(report.preview, report.rejected_preview), report,
                          error=report.rows_out == 0)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import codecs
 import functools
 import os
+import re
 from pathlib import Path
 from typing import Iterator
 
@@ -41,6 +42,11 @@ def _first_text(path: Path, enc: EncodingGuess, limit: int = 64 * 1024) -> str:
     return codecs.getincrementaldecoder(codec)(errors="replace").decode(head, final=False)
 
 
+# `[12/03/2024, 10:15:22] Name: text` (a WhatsApp iOS export), `[2024-03-12 09:15:02] 用户：…`: a line that opens
+# with a bracketed date is a chat log's, never JSON (no JSON value reads `12/03` or `2024-03`)
+DATED_LINE = re.compile(r"\[\s*\d{1,4}[./\-年]\d{1,2}[./\-月]\d{1,4}")
+
+
 def probe_file(path: str | os.PathLike) -> FileProbe:
     """Encoding and layout of a file. Raises OSError when it cannot be read."""
     p = Path(path)
@@ -54,7 +60,7 @@ def probe_file(path: str | os.PathLike) -> FileProbe:
     first_line = next((ln.strip() for ln in stripped.split("\n") if ln.strip()), "")
     if not stripped:
         layout = EMPTY
-    elif stripped[0] == "[":
+    elif stripped[0] == "[" and not DATED_LINE.match(first_line):
         layout = JSON_ARRAY
     elif stripped[0] == "{":
         layout = JSONL

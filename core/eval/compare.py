@@ -18,6 +18,7 @@ from core.eval.questions import DEFAULT_TRAIN_SAMPLE, EvalInputError, eval_quest
 from core.eval.score import score_rows, summarize
 from core.eval.targets import EvalTargets
 from core.i18n import _
+from core.notify.run_events import notify_eval
 from core.serve.client import ClientError, ClientOptions, RequestClient
 from core.workspace.layout import Workspace
 
@@ -88,6 +89,7 @@ def run_eval(ws: Workspace, targets: EvalTargets, dataset: str, options: EvalOpt
     state.phase = "done"
     tick()
     save_eval(ws, report, rows)
+    notify_eval(ws, report, evals_dir(ws) / report.id / "notify.jsonl")  # a verdict "worse" is word to send
     return EvalResult(report=report, rows=rows)
 
 

@@ -17,6 +17,7 @@ import threading
 import time
 from pathlib import Path
 
+from core.notify.run_events import StallWatch, notify_run_end
 from core.train.runs import ProcessRef, RunStatus, ending_note, freeze_trainer_log, read_record, update_record
 
 
@@ -60,6 +61,7 @@ def supervise(directory: Path) -> int:
             err.write(("devtune: " + _("cannot start {cmd}: {error}", cmd=record.argv[0], error=exc) + "\n").encode())
             update_record(directory, status=RunStatus.FAILED, exit_code=127, ended=time.time(),
                           note=_("could not start {cmd}: {error}", cmd=record.argv[0], error=str(exc)))
+            notify_run_end(directory)
             return 127
         try:
             created = psutil.Process(proc.pid).create_time()
@@ -69,7 +71,9 @@ def supervise(directory: Path) -> int:
                       pgid=proc.pid)
         if record.launcher != "slurm":  # a Slurm job's nodes record their own GPUs (gpu-node<N>.jsonl)
             _start_gpu_recorder(directory, proc.pid)
+        stall_watch = StallWatch(directory, proc.pid).start()  # `stalled` notifications, once a minute
         code = proc.wait()
+        stall_watch.stop.set()
     record = read_record(directory)
     stopped = record.stop_requested is not None
     if record.launcher == "slurm":
@@ -84,6 +88,7 @@ def supervise(directory: Path) -> int:
     rates = _throughput(directory, record.model_copy(update={"log_frozen": frozen}))
     update_record(directory, status=ended.status, exit_code=code, ended=time.time(), note=ending_note(ended),
                   log_frozen=frozen, throughput=rates)
+    notify_run_end(directory)  # finished / failed to the workspace's notify targets, after the record says so
     return 0
 
 

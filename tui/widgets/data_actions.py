@@ -18,7 +18,7 @@ from textual.widgets import Button, Checkbox, DataTable, Input, Select, Static
 from core.i18n import _
 from tui.widgets.titled import titled
 
-SOURCES = ("auto", "chatlog", "qa", "csv", "sharegpt", "messages")
+SOURCES = ("auto", "chatlog", "qa", "csv", "sharegpt", "messages", "transcript")
 
 
 class DataActions(VerticalScroll):
@@ -85,7 +85,8 @@ class DataActions(VerticalScroll):
             yield Button(_("Write"), id="fix-write", variant="primary")
         # on a line of its own: beside the file's name it left that name 6 columns at 120
         yield Checkbox(_("also apply fixes that need a confirmation"), id="fix-yes")
-        yield Static(_("Convert to alpaca JSON Lines (chat logs, Q&A text, CSV, sharegpt, messages)"),
+        yield Static(_("Convert to alpaca JSON Lines (chat logs and exports, Q&A text, CSV, spreadsheets, sharegpt, "
+                       "messages)"),
                      classes="actions-title")
         with Horizontal():
             yield Select([(_("from: {format}", format=s), s) for s in SOURCES], value="auto", allow_blank=False,

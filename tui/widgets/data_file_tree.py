@@ -1,4 +1,5 @@
-"""DataFileTree: the workspace's folders and its dataset-like files (json, jsonl, csv, tsv, txt)."""
+"""DataFileTree: the workspace's folders and its dataset-like files (json, jsonl, csv, tsv, txt, and the
+spreadsheets convert reads: xlsx, xlsm, xls, ods)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from typing import Iterable
 
 from textual.widgets import DirectoryTree
 
-DATA_SUFFIXES = {".json", ".jsonl", ".csv", ".tsv", ".txt"}
+from core.data.spreadsheet import SPREADSHEET_SUFFIXES
+
+DATA_SUFFIXES = {".json", ".jsonl", ".csv", ".tsv", ".txt", *SPREADSHEET_SUFFIXES}
 HIDDEN_DIRS = {"saves", "exports", "models", "configs", "__pycache__", "node_modules"}
 
 
