@@ -37,6 +37,9 @@ def _add_setting_flags(parser) -> None:
     parser.add_argument("--offload", action="store_true", default=None, help=_("DeepSpeed CPU offload"))
     parser.add_argument("--gpu-model", metavar="ID",
                       help=_("target GPU when none is found here (see: config presets)"))
+    parser.add_argument("--report-to", metavar="TRACKERS", dest="report_to",
+                      help=_("experiment trackers, comma-separated: tensorboard, mlflow, swanlab, wandb (each "
+                             "local or offline, no account; files in trackers/), or none"))
 
 
 # ---- init ----------------------------------------------------------------------------------------
@@ -56,6 +59,14 @@ def _overrides(args, spec):
         update["dataset"] = [d.strip() for d in args.dataset.split(",") if d.strip()]
     if args.method:
         update["finetuning_type"] = args.method
+    if getattr(args, "report_to", None) is not None:
+        from core.config.trackers import UnknownTracker, parse_report_to
+
+        try:
+            parse_report_to(args.report_to)
+        except UnknownTracker as exc:
+            raise BadInput(f"--report-to: {exc}") from None
+        update["report_to"] = args.report_to
     if args.zero:
         update["zero_stage"] = None if args.zero == "none" else int(args.zero)
     if args.offload is not None:

@@ -41,7 +41,23 @@ def follow_changes(data: dict[str, Any], base: TrainSpec, rows: int | None = Non
         data["quantization_method"] = base.quantization_method if keep else None
     if data.get("stage") != base.stage:
         _follow_stage(data, base)
+    if data.get("report_to") != base.report_to:
+        _follow_trackers(data)
     _follow_run_length(data, base, rows)
+
+
+def _follow_trackers(data: dict[str, Any]) -> None:
+    """report_to as LLaMA-Factory takes it (swanlab is its use_swanlab, in SwanLab's local mode); an unknown name
+    stays as typed, for the config check to name."""
+    from core.config.trackers import UnknownTracker, parse_report_to, report_to_value, yaml_keys
+
+    try:
+        trackers = parse_report_to(data.get("report_to"))
+    except UnknownTracker:
+        return
+    data["report_to"] = report_to_value(trackers)
+    extra = {k: v for k, v in (data.get("extra") or {}).items() if not k.startswith("swanlab_") and k != "use_swanlab"}
+    data["extra"] = {**extra, **yaml_keys(trackers)}
 
 
 def _valid(data: dict[str, Any]) -> TrainSpec | None:

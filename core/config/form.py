@@ -72,6 +72,7 @@ FIELDS: tuple[FormField, ...] = (
     FormField("output_dir", "str", "output"),
     FormField("overwrite_output_dir", "bool", "output"),
     FormField("resume_from_checkpoint", "str", "output"),
+    FormField("report_to", "str", "output"),
 )
 BY_KEY = {f.key: f for f in FIELDS}
 
@@ -114,6 +115,8 @@ def placeholder(key: str) -> str:
         return _("2 × rank")
     if key == "eval_steps":
         return _("= logging steps")
+    if key == "report_to":
+        return _("none; or tensorboard, mlflow, swanlab, wandb")
     if default is None or default == "":
         return ""
     return _("default {value}", value=default)

@@ -20,6 +20,7 @@ from core.config.rules_data import rule_batch, rule_data
 from core.config.rules_stage import rule_stage
 from core.config.spec import TrainSpec, value
 from core.config.templates import default_template
+from core.config.trackers import rule_trackers
 from core.config.yaml_out import deepspeed_path
 from core.config.resume_point import zero_step_reason
 from core.i18n import _, _n
@@ -270,7 +271,7 @@ def rule_kept(spec: TrainSpec, ctx: RuleContext) -> list[ConfigFinding]:
 
 
 RULES: tuple[Rule, ...] = (rule_model, rule_method, rule_template, rule_data, rule_eval, rule_stage, rule_batch,
-                           rule_precision, rule_distributed, rule_output, rule_fit, rule_kept)
+                           rule_precision, rule_distributed, rule_output, rule_trackers, rule_fit, rule_kept)
 
 
 def check_rules(spec: TrainSpec, ctx: RuleContext) -> list[ConfigFinding]:

@@ -146,7 +146,7 @@ class TrainSpec(BaseModel):
     save_steps: int | None = Field(None, ge=1)
     plot_loss: bool | None = None
     overwrite_output_dir: bool | None = None
-    report_to: str | None = None
+    report_to: str | None = None  # "none", or trackers comma-separated (core.config.trackers)
 
     # train
     per_device_train_batch_size: int | None = Field(None, ge=1)
@@ -174,6 +174,15 @@ class TrainSpec(BaseModel):
     # keys devtune does not model, kept as they were
     extra: dict[str, Any] = Field(default_factory=dict)
     launch: Launch = Field(default_factory=Launch)
+
+    @field_validator("report_to", mode="before")
+    @classmethod
+    def _join_trackers(cls, value: Any) -> Any:
+        # the YAML holds a list when several trackers are named (transformers takes no comma string); the spec
+        # keeps them comma-separated, as the form and `config init --report-to` give them
+        if isinstance(value, (list, tuple)):
+            return ",".join(str(v).strip() for v in value if str(v).strip()) or "none"
+        return value
 
     @field_validator("dataset", "eval_dataset", mode="before")
     @classmethod

@@ -64,6 +64,9 @@ def _modeled(spec: TrainSpec) -> dict[str, Any]:
     raw["deepspeed"] = deepspeed_path(spec)
     raw["dataset"] = ",".join(spec.dataset) if spec.dataset else None
     raw["eval_dataset"] = ",".join(spec.eval_dataset) if spec.eval_dataset else None
+    trackers = [t.strip() for t in (spec.report_to or "").split(",") if t.strip()]
+    if len(trackers) > 1:
+        raw["report_to"] = trackers  # transformers reads a list, never "a,b"
     if spec.finetuning_type == "qlora":
         raw["finetuning_type"] = "lora"
         raw["quantization_bit"] = spec.quantization_bit or 4

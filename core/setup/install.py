@@ -167,7 +167,7 @@ def say_hardware(hw: Hardware) -> None:
 def setup_train(venv: Path) -> None:
     hw = detect_hardware()
     choice = choose_torch(hw)
-    extras = ["train", "eval", "test"] + {"rocm": ["amd"], "nvidia": ["nvidia"]}.get(hw.kind, [])
+    extras = ["train", "eval", "trackers", "test"] + {"rocm": ["amd"], "nvidia": ["nvidia"]}.get(hw.kind, [])
     fp = fingerprint("train", choice.kind, choice.index_url or "", ",".join(extras))
     stamp = venv / ".devtune-stamp"
     say_hardware(hw)

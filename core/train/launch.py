@@ -88,6 +88,15 @@ def training_env(ws: Workspace, spec_env: dict[str, str], output_dir: str, *,
     return env
 
 
+def tracker_env(ws: Workspace, spec, run_id: str) -> dict[str, str]:
+    """Where the run's trackers write (core.config.trackers: in the workspace, no account), their folders made."""
+    from core.config.trackers import chosen, launch_env as trackers_env, prepare
+
+    trackers = chosen(spec.report_to, spec.extra)
+    prepare(ws.root, trackers)
+    return trackers_env(ws.root, trackers, run_id)
+
+
 def claimed_output_dirs(ws: Workspace) -> dict[str, str]:
     """output_dir -> the id of the newest run that wrote there."""
     claimed: dict[str, str] = {}
@@ -181,6 +190,7 @@ def launch_training(ws: Workspace, config_path: str | None = None, *, say=None, 
         say(_("{why}: this run writes to {dir}", why=why, dir=output_dir)
             + ("; " + _("`devtune resume {id}` continues that run instead", id=owner) if owner else ""))
     directory = reserve_run_dir(ws, Path(output_dir).name or "train")
+    trackers = tracker_env(ws, spec, directory.name)
     try:
         config = snapshot_config(ws, spec, rel, directory, output_dir)
     except OSError as exc:
@@ -190,6 +200,7 @@ def launch_training(ws: Workspace, config_path: str | None = None, *, say=None, 
     argv[0] = str(venv_bin() / argv[0]) if (venv_bin() / argv[0]).exists() else argv[0]
     env = training_env(ws, launch_env(spec), output_dir, on_this_machine=spec.launch.launcher != "slurm"
                        or spec.launch.device == "cpu")
+    env.update(trackers)
     if spec.launch.launcher == "slurm":
         return _submit(ws, spec, directory, argv, env, config, rel, output_dir, say)
     return start_run(ws, argv, env=env, directory=directory, config=config, source_config=rel,
