@@ -111,7 +111,7 @@ class StepScreen(BackgroundWork, Screen):
 
     def show_error(self, message: str) -> None:
         box = self.query_one("#step-error", Static)
-        box.update(message)
+        box.update(with_terms(message))  # commands in backticks drawn as terms; `[rank0]` is never markup
         box.add_class("-visible")
 
     def clear_error(self) -> None:

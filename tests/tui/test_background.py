@@ -212,6 +212,21 @@ async def test_a_widgets_devtune_error_lands_in_the_steps_error_box(workspace):
         assert app.state.step("work").status.value == "attention"
 
 
+async def test_the_error_box_draws_commands_as_terms_and_never_reads_markup(workspace):
+    """A message's `commands` lose their backticks (drawn bold, as every catalog message is), and brackets from a
+    log (`[rank0]:`, `[/]`) are text, not Rich markup."""
+    def refuse(job: Job) -> None:
+        raise FailedError("[rank0]: [/] failed; run `devtune diagnose RUN`")
+
+    app = PaneApp(workspace, watch_terminal=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = app.screen
+        screen.query_one(Counter).start(refuse)
+        await wait_until(pilot, lambda: screen.query_one("#step-error").has_class("-visible"))
+        shown = str(screen.query_one("#step-error").render())
+        assert "[rank0]: [/] failed; run devtune diagnose RUN" in shown and "`" not in shown, shown
+
+
 async def test_a_widgets_crash_is_shown_not_raised(workspace):
     def crash(job: Job) -> None:
         raise ZeroDivisionError("division by zero")
