@@ -13,10 +13,16 @@ do about them, and fills in the facts of this run and machine:
 - gpu-runtime-abort: the GPU runtime or a GPU library failed (HIP/HSA, rocBLAS, hipBLASLt, MIOpen, cuBLAS,
   illegal memory access): the library, the GPU architecture it names, what to match.
 - device-mismatch: a model split across devices in one process. no-trainable-grad: nothing requires grad.
+
+version-skew also reads a model's files that the installed library is too old for (a tokenizer class, a tokenizer.json
+format, a config field), and a call whose argument the other library removed; resource-exhaustion also GPU memory
+and a Slurm job's cgroup limit; gpu-runtime-abort also the ROCm runtime's GPU hang. The families of a run's setup
+(interconnect, checkpoint files, datasets, precision, builds...) are in core.train.diagnosis_families_setup.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 
@@ -32,10 +38,12 @@ class FamilyFinding:
     commands: list[str] = field(default_factory=list)
     facts: list[str] = field(default_factory=list)  # what this run and machine say, as evidence lines
     overrides: tuple[str, ...] = ()  # rules this finding corrects when they came first (a full /dev/shm: no full disk)
+    same_as: tuple[str, ...] = ()  # rules that already say what this finding says: it adds nothing after them
 
 
 FAMILIES = ("version-skew", "resource-exhaustion", "rendezvous-network", "gpu-runtime-abort", "device-mismatch",
-            "no-trainable-grad")
+            "no-trainable-grad", "native-heap-corruption", "embedding-index", "interconnect", "collective-timeout",
+            "checkpoint-file", "precision", "dataset-format", "extension-build")  # the last eight: _setup
 SITE = re.compile(r"(?:site|dist)-packages/([A-Za-z_][\w]*)/")
 IMPORT_NAME = re.compile(r"cannot import name '(\w+)' from '([\w.]+)'")
 NO_SUBMODULE = re.compile(r"No module named '(\w+(?:\.\w+)+)'")
@@ -43,6 +51,12 @@ NO_ATTRIBUTE = re.compile(r"module '([\w.]+)' has no attribute '(\w+)'")
 BAD_KWARG = re.compile(r"(\w+)\.__init__\(\) got an unexpected keyword argument '(\w+)'")
 HOSTPORT = re.compile(r"\(([\w.:-]+), (\d+)\)|\b((?:\d{1,3}\.){3}\d{1,3}|[a-z][\w.-]*):(\d{2,5})\b|port: (\d+)")
 GFX = re.compile(r"\b(gfx[0-9a-f]{3,4})\b")
+# the installed library cannot read what a model's files declare: they were written for a newer one
+NEWER_FORMAT = re.compile(r"Tokenizer class (\w+) does not exist or is not currently imported|"
+                          r"data did not match any variant of untagged enum (\w+)|`(rope_scaling)` must be a dictionary")
+LOADS_SAVED = re.compile(r"from_pretrained|from_json_file|from_dict|load_adapter|from_peft_type|_from_config")
+LIBRARIES = ("accelerate", "peft", "transformers", "datasets", "trl", "deepspeed", "vllm", "bitsandbytes",
+             "tokenizers", "safetensors", "torch")
 
 
 def family_finding(root: str, frames: str, *, exit_signal: str | None = None, python: str | None = None,
@@ -66,10 +80,15 @@ def _caller(frames: str, provider: str) -> str | None:
 def _version_skew(root, frames, *, python, log_text, **_kw) -> FamilyFinding | None:
     from core.train.diagnosis_versions import declared, dist_of, installed, satisfies
 
+    fmt = NEWER_FORMAT.search(root)
+    if fmt is not None:
+        return _reader_too_old(fmt, frames, python=python, log_text=log_text)
     m = IMPORT_NAME.search(root) or NO_SUBMODULE.search(root) or NO_ATTRIBUTE.search(root)
     kwarg = BAD_KWARG.search(root)
     if m is None and kwarg is None:
         return None
+    if kwarg is not None and not LOADS_SAVED.search(frames):
+        return _call_skew(kwarg, frames, python=python, log_text=log_text)
     if kwarg is not None:
         provider_pkg = (SITE.findall(frames) or [None])[-1]
         if provider_pkg is None:
@@ -124,6 +143,54 @@ def _version_skew(root, frames, *, python, log_text, **_kw) -> FamilyFinding | N
     return FamilyFinding("version-skew", title, why, fix, [pin, "pip check"], facts)
 
 
+def _reader_too_old(fmt: re.Match, frames: str, *, python, log_text) -> FamilyFinding:
+    """A model's file names a class, a format or a field the installed library does not know yet."""
+    from core.train.diagnosis_versions import dist_of, installed
+
+    name = next(g for g in fmt.groups() if g)
+    provider = "tokenizers" if fmt.group(2) else dist_of((SITE.findall(frames) or ["transformers"])[-1])
+    have = installed([provider], python=python, log_text=log_text)[provider]
+    facts = [_("{package} {version} installed (from {source})", package=provider, version=have.version or "?",
+               source=have.source)]
+    why = _("The model's files use `{name}`, which the installed {provider} {version} cannot read: they were written "
+            "for a newer {provider}.", name=name, provider=provider, version=have.version or "?")
+    fix = _("Upgrade {provider} (the command below) to a release that knows this model, within the range "
+            "LLaMA-Factory declares; `pip check` lists what must move with it.", provider=provider)
+    return FamilyFinding("version-skew", _("Version skew: the model's files need a newer {provider}",
+                                           provider=provider), why, fix, [f'pip install -U "{provider}"', "pip check"],
+                         facts)
+
+
+def _call_skew(kwarg: re.Match, frames: str, *, python, log_text) -> FamilyFinding | None:
+    """A library's code passes an argument the installed other library does not take (removed or not yet added)."""
+    from core.train.diagnosis_versions import declared, dist_of, installed
+
+    packages = SITE.findall(frames)
+    if not packages:
+        return None
+    caller = dist_of(packages[-1])
+    cls, arg = kwarg.group(1), kwarg.group(2)
+    callee = next((lib for lib in LIBRARIES if lib != caller  # Accelerator -> accelerate, PeftModel -> peft
+                   and len(os.path.commonprefix([cls.lower(), lib])) >= max(4, len(lib) - 1)), None)
+    dists = [caller] + ([callee] if callee else [])
+    facts_of = installed(dists, python=python, log_text=log_text)
+    facts = [_("{package} {version} installed (from {source})", package=d, version=facts_of[d].version or "?",
+               source=facts_of[d].source) for d in dists]
+    spec = declared(facts_of[caller], callee) if callee else None
+    if spec:
+        facts.append(_("{caller} declares {provider}{spec}", caller=caller, provider=callee, spec=spec))
+    other = callee or _("the library that defines {cls}", cls=cls)
+    why = _("{caller} passes `{arg}` to {cls}, which the installed {other} does not take: {other} is newer (it "
+            "removed the argument) or older (it did not have it yet) than the release {caller} was written for.",
+            caller=caller, arg=arg, cls=cls, other=other)
+    fix = _("Install the {other} release {caller} was made for (the range it declares, or the one before the "
+            "argument was removed), or upgrade {caller} to a release that no longer passes it.", other=other,
+            caller=caller)
+    pin = f'pip install "{callee}{spec}"' if callee and spec else f'pip install -U "{caller}"'
+    return FamilyFinding("version-skew", _("Version skew: {caller} and {other} do not match", caller=caller,
+                                           other=other), why, fix, [pin, "pip check"], facts)
+
+
 def _limit_fact(which: int, label: str) -> str | None:
     try:
         import resource
@@ -145,9 +212,10 @@ def _free_fact(path: str) -> str | None:
              total=round(usage.total / 2**30, 1))
 
 
-def _resources(root, frames, *, exit_signal, **_kw) -> FamilyFinding | None:
+def _resources(root, frames, *, exit_signal, log_text="", **_kw) -> FamilyFinding | None:
     text = root + "\n" + frames
     overrides: tuple[str, ...] = ()
+    same_as: tuple[str, ...] = ()
     if re.search(r"Errno 28\]|No space left on device|StorageFull", root):
         if re.search(r"SemLock|/dev/shm|multiprocessing/(?:queues|synchronize|heap)|shm_open", text):
             kind, fix = _("shared memory (/dev/shm)"), _("Enlarge /dev/shm (docker run --shm-size=16g, or a "
@@ -171,6 +239,23 @@ def _resources(root, frames, *, exit_signal, **_kw) -> FamilyFinding | None:
                                                   "preprocessing_num_workers and dataloader_num_workers, or raise "
                                                   "the limit (ulimit -u, a container's pids limit).")
         facts, commands = [_limit_fact(6, "ulimit -u")], ["ulimit -u", "cat /sys/fs/cgroup/pids.max"]
+    elif re.search(r"(?:CUDA|HIP|GPU|cuda|hip)\w*(?: driver)? error: out of memory|OutOfMemoryError|"
+                   r"hipErrorOutOfMemory|CUBLAS_STATUS_ALLOC_FAILED", root):
+        serving = re.search(r"vllm|EngineCore", frames + log_text[-6000:])
+        kind = _("GPU memory")
+        fix = (_("vLLM could not fit the model and its cache: lower --gpu-memory-utilization or --max-model-len, free "
+                 "the GPU of other processes, or serve a smaller or quantized model.") if serving else
+               _("Lower per_device_train_batch_size or cutoff_len, keep gradient checkpointing on, or spread the "
+                 "model with DeepSpeed ZeRO-3; QLoRA (quantization_bit: 4) needs far less."))
+        facts, commands = [], ["nvidia-smi || rocm-smi --showmeminfo vram"]
+        same_as = ("gpu-out-of-memory", "vllm-gpu-memory-utilization", "vllm-kv-cache-too-small")
+    elif re.search(r"oom[-_]kill event|OOM Killed|task \d+: Out Of Memory", root + "\n" + log_text[-4000:]):
+        kind, fix = _("the job's memory limit (Slurm cgroup)"), _("Slurm's cgroup killed a task that went over the "
+                                                                  "job's memory: ask for more (#SBATCH --mem, "
+                                                                  "--mem-per-gpu), or use less host RAM (fewer ranks "
+                                                                  "per node while loading, low_cpu_mem_usage, "
+                                                                  "fewer preprocessing workers).")
+        facts, commands = [], ["sacct -j $SLURM_JOB_ID --format=JobID,State,MaxRSS,ReqMem"]
     elif re.search(r"DefaultCPUAllocator: (?:can't|not enough memory)|Cannot allocate memory|Errno 12\]", root) or (
             exit_signal == "SIGKILL" and root.startswith(("SIGKILL", "Killed"))):
         kind, fix = _("host memory (RAM)"), _("The machine ran out of RAM: every rank loads the model into host "
@@ -181,7 +266,7 @@ def _resources(root, frames, *, exit_signal, **_kw) -> FamilyFinding | None:
         return None
     why = _("The run used up {resource}.", resource=kind)
     return FamilyFinding("resource-exhaustion", _("Out of {resource}", resource=kind), why, fix, commands,
-                   [f for f in facts if f], overrides)
+                         [f for f in facts if f], overrides, same_as)
 
 
 def _meminfo_fact() -> str | None:
@@ -235,7 +320,7 @@ def _network(root, frames, *, log_text, **_kw) -> FamilyFinding | None:
 def _gpu_runtime(root, frames, *, log_text, **_kw) -> FamilyFinding | None:
     lib = re.search(r"Memory access fault|illegal memory access|misaligned address|unspecified launch failure|"
                     r"HSA_STATUS_ERROR_\w+|rocBLAS|rocblaslt|hipBLASLt|MIOpen|miopenStatus\w+|CUBLAS_STATUS_\w+|"
-                    r"hipErrorIllegal\w+|hipErrorLaunchFailure", root + "\n" + frames)
+                    r"hipErrorIllegal\w+|hipErrorLaunchFailure|HW Exception by GPU|GPU Hang", root + "\n" + frames)
     if lib is None:
         return None
     gfx = GFX.search(root) or GFX.search(log_text[-20000:])
@@ -249,6 +334,13 @@ def _gpu_runtime(root, frames, *, log_text, **_kw) -> FamilyFinding | None:
                 "HSA_OVERRIDE_GFX_VERSION can map it to a supported one; for hipBLASLt only, "
                 "TORCH_BLAS_PREFER_HIPBLASLT=0 falls back to rocBLAS.")
         commands = ["rocminfo | grep -o -m1 'gfx[0-9a-f]*'", "export TORCH_BLAS_PREFER_HIPBLASLT=0"]
+    elif name in ("HW Exception by GPU", "GPU Hang"):
+        why = _("The GPU stopped responding: a kernel ran without end (the ROCm runtime's hang detection), and the "
+                "process aborted. Driver or firmware faults, a ROCm bug, or a failing GPU cause it; the code rarely.")
+        fix = _("Check the kernel log for amdgpu errors on that GPU, update the ROCm driver and firmware, and rerun "
+                "with AMD_SERIALIZE_KERNEL=3 to name the kernel that hung; a GPU that hangs again under another "
+                "run needs its host's support.")
+        commands = ["sudo dmesg -T | grep -i -E 'amdgpu|gpu hang|reset' | tail", "rocm-smi --showallinfo | head -40"]
     elif name.startswith("HSA_STATUS_ERROR_OUT_OF_RESOURCES"):
         why = _("The ROCm runtime could not allocate its queues or signals (too many processes on one GPU, or "
                 "/dev/kfd limits).")

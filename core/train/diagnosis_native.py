@@ -7,8 +7,9 @@ the shell's "Aborted (core dumped)":
     Aborted (core dumped)
 
 The library's line names the failure; the abort only says the process ended. So the first line of a library
-(HIP/HSA, rocBLAS, hipBLASLt, MIOpen, RCCL/NCCL, CUDA/cuBLAS) is the root, and the abort or signal line only
-when no library spoke. faulthandler dumps and C++ terminate messages are read by core.train.root_cause.
+(HIP/HSA, rocBLAS, hipBLASLt, MIOpen, RCCL/NCCL, CUDA/cuBLAS; a kernel's device-side assertion, the ROCm runtime's
+"HW Exception ... GPU Hang", glibc's heap checks such as "free(): invalid pointer", slurmstepd's "oom_kill event") is
+the root, and the abort or signal line only when no library spoke. faulthandler dumps and C++ terminate messages are read by core.train.root_cause.
 """
 
 from __future__ import annotations
@@ -22,7 +23,11 @@ LIBRARY_FATAL = re.compile(
     r"|MIOpen Error: .*|MIOpen\(HIP\): Error .*"
     r"|.*\bNCCL WARN .*(?:[Ff]ailure|[Ee]rror).*|.*\bRCCL WARN .*"
     r"|.*\bhipError\w+.*|HIP error: .*|CUDA error: .*|CUBLAS_STATUS_\w+.*"
-    r"|GPU core dump failed.*)$")
+    r"|GPU core dump failed.*|HW Exception by GPU node-\d+.*"
+    r"|.*(?:Device-side assertion|\bAssertion) [`'][^`']+[`'] failed\.?"  # a kernel's assert (an index past a table)
+    r"|(?:free|malloc|realloc|munmap_chunk|malloc_consolidate)\(\): .*|double free or corruption.*"  # glibc's heap
+    r"|corrupted size vs\. prev_size.*|\*\*\* stack smashing detected \*\*\*.*"
+    r"|slurmstepd: error: Detected \d+ oom[-_]kill events?.*)$")  # the job's cgroup killed a task for its memory
 ABORT = re.compile(r"^(?:Aborted|Segmentation fault|Bus error|Illegal instruction|Floating point exception)"
                    r"(?: \(core dumped\))?$|^Killed$")
 # a library's warning that is not fatal by itself (hipBLASLt falls back to Tensile and goes on)

@@ -1,7 +1,7 @@
 """A failed run's diagnosis completed by its family and the upstream thread it matches.
 
 core.train.failures ranks the rules' diagnoses and names the root exception; then `with_family`:
-- asks core.train.diagnosis_families which family the root line belongs to, with this run's facts; the family's
+- asks core.train.diagnosis_families (then core.train.diagnosis_families_setup) which family the root line belongs to, with this run's facts; the family's
   diagnosis comes first when no rule explained the root (only the generic root-cause one, or a symptom), or
   when it overrides the rule that did (a full /dev/shm is no full disk), and second otherwise;
 - quotes the known upstream thread (core.train.known_issues) on the first diagnosis: "seen upstream: <link>"
@@ -15,6 +15,7 @@ from pathlib import Path
 
 from core.i18n import _
 from core.train.diagnosis_families import family_finding
+from core.train.diagnosis_families_setup import setup_finding
 from core.train.diagnosis_model import Diagnosis, LogEvidence, exception_evidence, where_evidence
 from core.train.known_issues import match_known_issue
 from core.train.diagnosis_native import find_native_abort
@@ -70,7 +71,10 @@ def with_family(found: list[Diagnosis], cause: RootCause, logs: list[tuple[str, 
         return found
     root = (exc.printed or exc.text) if exc is not None else cause.signal
     frames, log_text = _context(logs, cause)
-    finding = family_finding(root, frames, exit_signal=cause.signal, python=python, log_text=log_text)
+    finding = (family_finding(root, frames, exit_signal=cause.signal, python=python, log_text=log_text)
+               or setup_finding(root, frames, log_text=log_text))
+    if finding is not None and found[0].id in finding.same_as:
+        finding = None  # the rule that came first already says it (GPU out of memory)
     if finding is not None:
         evidence = (exception_evidence(exc) if exc is not None else []) + _native_before(logs, cause) + [
             LogEvidence(_("facts"), None, fact) for fact in finding.facts] + where_evidence(cause)

@@ -94,8 +94,7 @@ def stage_rules() -> list[Rule]:
              ("python -c \"import torch; print(torch.cuda.get_device_capability(), torch.cuda.get_arch_list())\"",
               "pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu128"), weight=94),
         Rule("flash-attn-s-aux",
-             (r"s_aux=s_aux\.to\(query\.dtype\)",
-              r"integrations/flash_attention\.py\"?, line \d+, in flash_attention_forward"),
+             (r"s_aux=s_aux\.to\(query\.dtype\)",),  # its line, not any traceback through flash_attention_forward
              _("transformers 5.6.0 breaks FlashAttention-2 (s_aux is None)"),
              _("transformers 5.6.0's flash_attention_forward calls s_aux.to() on the attention-sink tensor, which "
                "only models with sinks (gpt-oss) have, so any other model fails on its first forward with "

@@ -38,7 +38,7 @@ CHAINED = ("During handling of the above exception, another exception occurred:"
            "The above exception was the direct cause of the following exception:")
 FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)')
 EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault)|[A-Za-z_]\w*"
-                       r"(?:\.[A-Za-z_]\w*)+|KeyboardInterrupt|StopIteration)(?::\s?(.*))?$")
+                       r"(?:\.[A-Za-z_]\w*)+|KeyboardInterrupt|StopIteration|Exception)(?::\s?(.*))?$")
 WRAPPERS = ("ChildFailedError", "CalledProcessError", "SystemExit")
 STDLIB = re.compile(r"/lib/python3\.\d+/(?!site-packages/|dist-packages/)")
 PROGRESS = re.compile(r"(?<![\d/])(\d+)/(\d+) \[")
@@ -218,7 +218,7 @@ def _chain_root(chain: list[tuple[RaisedException, str | None]]) -> RaisedExcept
     return chain[i][0]
 
 
-BARE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception)):\s?(.*)$")
+BARE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception)|Exception):\s?(.*)$")  # a Rust library's bare `Exception:`
 
 
 def read_bare_exceptions(numbered: list[tuple[int, str]], name: str) -> list[RaisedException]:

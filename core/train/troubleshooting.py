@@ -88,7 +88,7 @@ def render(machines: Path = MACHINES) -> str:
 
 
 def _families() -> list[str]:
-    """The failure families (core.train.diagnosis_families) and the known upstream threads (known_issues.json)."""
+    """The failure families (core.train.diagnosis_families, diagnosis_families_setup) and the known upstream threads (known_issues.json)."""
     from core.train.known_issues import known_issues
 
     lines = ["## " + _("Failure families (no rule needed)"), "",
@@ -97,14 +97,29 @@ def _families() -> list[str]:
     about = {
         "version-skew": _("two libraries released for different versions of each other: both packages, their "
                           "installed versions, the range the caller declares, and the pin that fixes it"),
-        "resource-exhaustion": _("host RAM, GPU memory, disk or disk quota, /dev/shm, open files, processes: "
-                                 "which resource, and its size or limit on this machine"),
+        "resource-exhaustion": _("host RAM, GPU memory, disk or disk quota, /dev/shm, open files, processes, "
+                                 "a Slurm job's memory limit: which resource, and its size or limit on this machine"),
         "rendezvous-network": _("ports in use, host names that do not resolve, addresses nothing answers on, "
                                 "timeouts, for torchrun, torchx, srun and vLLM alike"),
         "gpu-runtime-abort": _("the GPU runtime or a GPU library aborted (HIP/HSA, rocBLAS, hipBLASLt, MIOpen, "
-                               "cuBLAS, an illegal memory access): the library, the GPU architecture, what to match"),
+                               "cuBLAS, an illegal memory access, a GPU hang): the library, the GPU architecture, what to "
+                               "match"),
         "device-mismatch": _("one process holds the model on several devices"),
         "no-trainable-grad": _("nothing in the model requires gradients"),
+        "native-heap-corruption": _("glibc found the heap corrupted (free(): invalid pointer...): two native "
+                                    "libraries that disagree"),
+        "embedding-index": _("a kernel's assertion that an index is past its table: token ids beyond the model's "
+                             "embeddings"),
+        "interconnect": _("the GPUs or nodes cannot use the link NCCL or gloo chose: peer-to-peer, the network "
+                          "interface, InfiniBand/RoCE, read from NCCL's own last error"),
+        "collective-timeout": _("a collective timed out while one rank was still tokenizing, saving or loading"),
+        "checkpoint-file": _("a weights file that is not what it claims (a git-lfs pointer, a cut download) or "
+                             "that does not fit the model (size mismatch)"),
+        "precision": _("a kernel given a dtype it does not support (FlashAttention in fp32)"),
+        "dataset-format": _("an error raised by LLaMA-Factory's dataset converters: the dataset_info.json entry "
+                            "does not describe the file"),
+        "extension-build": _("an op compiled on first use (DeepSpeed's cpu_adam, fused_adam) whose compiler "
+                             "failed"),
     }
     lines += [f"- `{fid}`: {text}" for fid, text in about.items()] + [""]
     lines += ["### " + _("Seen upstream"), "", _("A root line like one of these also shows the thread and its fix:"),
