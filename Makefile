@@ -13,12 +13,13 @@ DEMO_DIR  ?= demo
 PYTEST_ARGS ?=
 TEST_JOBS ?= 2
 
-.PHONY: demo test check envs setup serve-env slurm bench clean help
+.PHONY: demo test check envs setup serve-env gguf-env slurm bench clean help
 
 help:
 	@echo "make demo    set up, seed ./$(DEMO_DIR) and open the wizard on it"
 	@echo "make test    set up and run every test (core, tui, snapshots, e2e)"
 	@echo "make check   the fast tier: every test but the e2e ones"
+	@echo "make gguf-env  .venv-gguf: llama.cpp for devtune merge --gguf (built from source, ~5 min)"
 	@echo "make bench   run the benchmarks in bench/"
 	@echo "make clean   remove the virtual environments and the demo workspace"
 
@@ -35,11 +36,49 @@ setup:
 serve-env:
 	@$(PY) -m core.setup.install serve
 
+# .venv-gguf: llama.cpp for GGUF export (devtune merge --gguf): llama-cpp-python compiled from its source
+# distribution for any x86-64 CPU with AVX2 (not -march=native: its AVX-512/AMX kernels crash on the tiny
+# model's q8_0 tensors), the `gguf` package, and llama.cpp's converter (convert_hf_to_gguf.py + conversion/ +
+# gguf-py/) unpacked from the same source distribution into .venv-gguf/share/llama.cpp; the converter runs
+# with .venv's torch and transformers. The wheel is built once into .cache/gguf-wheels/ (4 to 10 min on 2 shared cores;
+# pip's own cache would hand back a wheel built with other CMAKE_ARGS), so a new .venv-gguf takes ~30 s.
+GGUF_VENV     := .venv-gguf
+LLAMA_CPP_PY  := 0.3.36
+GGUF_PY       := 0.19.0
+GGUF_CMAKE    := -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF \
+                 -DLLAMA_BUILD_SERVER=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON \
+                 -DGGML_F16C=ON -DGGML_BMI2=ON
+GGUF_WHEELS   := .cache/gguf-wheels/$(LLAMA_CPP_PY)-avx2
+gguf-env: $(GGUF_VENV)/.devtune-gguf-$(LLAMA_CPP_PY)
+
+$(GGUF_WHEELS)/.built:
+	mkdir -p $(GGUF_WHEELS)
+	$(PY) -m venv $(GGUF_WHEELS)/build-venv
+	CMAKE_ARGS="$(GGUF_CMAKE)" $(GGUF_WHEELS)/build-venv/bin/python -m pip wheel -q --no-cache-dir --no-deps \
+		--no-binary llama-cpp-python -w $(GGUF_WHEELS) "llama-cpp-python==$(LLAMA_CPP_PY)"
+	rm -rf $(GGUF_WHEELS)/build-venv
+	touch $@
+
+$(GGUF_VENV)/.devtune-gguf-$(LLAMA_CPP_PY): $(GGUF_WHEELS)/.built
+	rm -rf $(GGUF_VENV)
+	$(PY) -m venv $(GGUF_VENV)
+	$(GGUF_VENV)/bin/python -m pip install -q --upgrade pip
+	$(GGUF_VENV)/bin/python -m pip install -q --no-index --no-deps $(GGUF_WHEELS)/llama_cpp_python-$(LLAMA_CPP_PY)-*.whl
+	$(GGUF_VENV)/bin/python -m pip install -q "llama-cpp-python[server]==$(LLAMA_CPP_PY)" "gguf==$(GGUF_PY)"
+	$(GGUF_VENV)/bin/python -m pip download -q --no-deps --no-binary :all: -d $(GGUF_VENV)/src \
+		"llama-cpp-python==$(LLAMA_CPP_PY)"
+	mkdir -p $(GGUF_VENV)/share/llama.cpp
+	tar -xzf $(GGUF_VENV)/src/llama_cpp_python-$(LLAMA_CPP_PY).tar.gz -C $(GGUF_VENV)/share/llama.cpp \
+		--strip-components=3 llama_cpp_python-$(LLAMA_CPP_PY)/vendor/llama.cpp/convert_hf_to_gguf.py \
+		llama_cpp_python-$(LLAMA_CPP_PY)/vendor/llama.cpp/conversion llama_cpp_python-$(LLAMA_CPP_PY)/vendor/llama.cpp/gguf-py
+	rm -rf $(GGUF_VENV)/src
+	touch $@
+
 demo: envs
 	@$(DEVTUNE) demo $(DEMO_DIR)
 	@$(DEVTUNE) -w $(DEMO_DIR)
 
-test: envs slurm
+test: envs slurm gguf-env
 	$(VENV)/bin/ruff check .
 	$(PYTEST) -n $(TEST_JOBS) --dist loadscope --durations=25 $(PYTEST_ARGS)
 
@@ -73,4 +112,4 @@ bench: envs
 	$(VENV)/bin/python bench/eval.py -w $(DEMO_DIR) --serve models/tiny-llama3
 
 clean:
-	rm -rf $(VENV) .venv-serve $(DEMO_DIR) build
+	rm -rf $(VENV) .venv-serve $(GGUF_VENV) $(DEMO_DIR) build

@@ -1,7 +1,8 @@
 """Step 5, Merge: pick a training run, merge its adapter into a full model with
 `llamafactory-cli export` (detached: it goes on if devtune quits, and the step re-attaches), follow
 its stages and log, then check the merged folder — files, chat template against training's,
-and on small models the merged logits against base + adapter."""
+and on small models the merged logits against base + adapter — and, when a GGUF type is chosen, convert it
+for llama.cpp and Ollama and check the GGUF's template, tokens and answers (core.merge.gguf_check)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from tui.widgets.export_report_view import ExportReportView
 from tui.widgets.titled import TitledSelect, titled
 
 POLL_SECONDS = 0.5
+GGUF_TYPES = ("q8_0", "f16", "bf16", "q5_k_m", "q4_k_m")  # core.merge.gguf.QUANTS, q8_0 (the default) first
 
 
 class MergeScreen(StepScreen):
@@ -37,6 +39,11 @@ class MergeScreen(StepScreen):
         chosen: str | None  # the run to merge: the active one, else the newest
         attach: tuple | None  # (run id, plan) of an export still running, to follow
         report: object  # the last export's check, when none is running
+
+    @dataclass
+    class Checked:  # the merged folder's check, and the GGUF's when one was asked for
+        report: object  # core.merge.export_check.ExportReport
+        gguf: object = None  # core.merge.gguf_check.GgufReport
 
     @dataclass
     class Polled:  # the export followed: its progress and the log lines since the last look
@@ -61,6 +68,8 @@ class MergeScreen(StepScreen):
             yield titled(Input("5", placeholder="GB", id="merge-size", type="integer"), _("shard GB"))
             yield Select([(_("device: cpu"), "cpu"), (_("device: auto"), "auto")], value="cpu", allow_blank=False,
                          id="merge-device")
+            yield Select([(_("no GGUF"), "")] + [(f"GGUF {q}", q) for q in GGUF_TYPES], value="",
+                         allow_blank=False, id="merge-gguf")
             yield Checkbox(_("replace"), id="merge-force")
             yield Button(_("Merge"), id="merge-go", variant="primary")
             yield Button(_("Check"), id="merge-check")
@@ -69,10 +78,12 @@ class MergeScreen(StepScreen):
             yield ProgressBar(total=1.0, show_eta=False, id="merge-progress")
             yield Label("", id="merge-stage")
         yield ExportReportView(id="merge-report")
+        yield Static("", id="merge-gguf-report")
         yield Log(max_lines=400, id="merge-log", auto_scroll=True)
 
     def on_mount(self) -> None:
         self.query_one(ExportReportView).border_title = _("check")
+        self.query_one("#merge-gguf-report", Static).display = False
         self.query_one("#merge-log", Log).border_title = _("export log")
         self.load_runs()
 
@@ -194,12 +205,14 @@ class MergeScreen(StepScreen):
                   each=self._progressed, until=ended, then=lambda last: self._export_ended(run_id, plan, last.progress))
 
     def _export_ended(self, run_id: str, plan, progress) -> None:
-        self.run_background(self._check_export, self.ws, run_id, plan, progress, group="merge",
+        quant = self.query_one("#merge-gguf", Select).value
+        self.run_background(self._check_export, self.ws, run_id, plan, progress,
+                            quant if isinstance(quant, str) and quant else None, group="merge",
                             description=_("Checking the merged folder"), progress=self._checking,
                             done=self._checked, failed=self._failed)
 
     @staticmethod
-    def _check_export(job: Job, ws, run_id: str, plan, progress):
+    def _check_export(job: Job, ws, run_id: str, plan, progress, quant: str | None = None):
         from core.merge.export_check import check_export
         from core.train.runs import RunStatus, refresh, run_dir
 
@@ -209,8 +222,16 @@ class MergeScreen(StepScreen):
 
             ended = export_progress(ws, run_id)  # read once more: a failed export's cause and fix
             raise UserError(_("the export failed: {error}", error=ended.failure_text() or record.note))
-        return check_export(ws, plan.export_dir, template=plan.template, base_model=plan.base_model,
-                            adapter=plan.adapter, run_id=plan.run_id or None, progress=job.report)
+        report = check_export(ws, plan.export_dir, template=plan.template, base_model=plan.base_model,
+                              adapter=plan.adapter, run_id=plan.run_id or None, progress=job.report)
+        if quant is None or report.verdict == "error":
+            return MergeScreen.Checked(report)
+        from core.merge.gguf_check import make_gguf
+
+        gguf = make_gguf(ws, plan.export_dir, quant, template=plan.template, run_id=plan.run_id or None,
+                         progress=lambda p: job.report(f"GGUF {p.stage} {p.fraction:.0%}: {p.detail}"),
+                         message=job.report)
+        return MergeScreen.Checked(report, gguf)
 
     @on(Button.Pressed, "#merge-check")
     def action_check(self) -> None:
@@ -246,9 +267,33 @@ class MergeScreen(StepScreen):
         self.query_one("#merge-progress", ProgressBar).update(progress=1.0)
         self.query_one("#merge-stage", Label).update(f"{stage_label('check')}: {message[:100]}")
 
-    def _checked(self, report) -> None:
+    def _checked(self, checked) -> None:
+        report = checked.report if isinstance(checked, MergeScreen.Checked) else checked
         self.report = report
         self.app.apply_change(report.state_change())
+        self._show_gguf(checked.gguf if isinstance(checked, MergeScreen.Checked) else None)
+
+    def _show_gguf(self, gguf) -> None:
+        from textual.content import Content
+
+        from core.merge.export_check import verdict_label
+        from tui.widgets import status_marks
+
+        view = self.query_one("#merge-gguf-report", Static)
+        view.display = gguf is not None
+        if gguf is None:
+            return
+        lines = [Content.styled(_("GGUF: {path} ({mb:.1f} MB): {verdict}", path=gguf.path, mb=gguf.size_bytes / 1e6,
+                                  verdict=verdict_label(gguf.verdict)), "bold")]
+        for f in gguf.findings:
+            level = f.level if f.level in ("ok", "error") else "warning"
+            lines.append(Content.styled(status_marks.mark(level) + " ", status_marks.style(level, bold=True))
+                         + Content.styled(f"{f.what}: ", "bold") + Content(f.detail))
+            if f.fix:
+                lines.append(Content.styled(f"  → {f.fix}", "$text-muted italic"))
+        if gguf.modelfile:
+            lines.append(Content(_("Modelfile: {path} (ollama create NAME -f {path})", path=gguf.modelfile)))
+        view.update(Content("\n").join(lines))
 
     def watch_report(self, report) -> None:
         from core.merge.export_check import verdict_label

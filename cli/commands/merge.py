@@ -33,11 +33,18 @@ def register(sub, add_common) -> list[str]:
                    help=_("export into a non-empty folder, and replace a merge YAML that is not devtune's"))
     p.add_argument("--no-numeric", action="store_true", help=_("skip the logits comparison"))
     p.add_argument("--detach", action="store_true", help=_("start the export and return at once"))
+    p.add_argument("--gguf", action="store_true",
+                   help=_("also convert the merged model to a GGUF for llama.cpp and Ollama (exports/<name>-gguf/, "
+                          "with a Modelfile), and check its template and answers against the merged model"))
+    p.add_argument("--quant", default="q8_0", choices=("f16", "bf16", "q8_0", "q5_k_m", "q4_k_m"),
+                   help=_("the GGUF's type (default q8_0; q4_k_m and q5_k_m through llama.cpp's quantize)"))
     p.add_argument("--json", action="store_true", help=_("print the outcome as JSON"))
     p.set_defaults(handler=run_merge)
 
     p = sub.add_parser("check-export", help=_("check a merged model folder (files, chat template, merge numbers)"),
-                       description=_("Check a merged folder against the training run it came from."))
+                       description=_("Check a merged folder against the training run it came from. A GGUF folder "
+                                     "(exports/<name>-gguf) is checked against the merged folder beside it: its "
+                                     "chat template, its tokens and its answers."))
     add_common(p)
     p.add_argument("export", metavar="EXPORT", nargs="?", help=_("the merged folder (default: the wizard's latest)"))
     p.add_argument("--run", help=_("check it against this training run (default: the run it was exported from, as "
@@ -65,6 +72,17 @@ def _report_json(report) -> dict:
     return data
 
 
+def _print_gguf(report) -> None:
+    print(_("GGUF: {path} ({mb:.1f} MB)", path=report.path, mb=report.size_bytes / 1e6))
+    if report.modelfile:
+        print(_("Modelfile: {path} (ollama create NAME -f {path})", path=report.modelfile))
+    _print_report(report)
+
+
+def _gguf_json(report) -> dict:
+    return {**report.model_dump(mode="json"), "verdict": report.verdict}
+
+
 def run_merge(args) -> int:
     from core.merge.export import plan_export, start_export
     from core.merge.export_check import check_export
@@ -72,6 +90,10 @@ def run_merge(args) -> int:
     from core.train.runs import RunStatus
 
     ws = workspace(args)
+    if args.gguf:
+        from core.merge.gguf_check import preflight
+
+        preflight(args.quant)  # no llama.cpp: refused before the merge, not after it
     plan = plan_export(ws, args.run, name=args.name, export_size=args.size, export_device=args.device,
                        base_model=args.base)
     for warning in plan.warnings:
@@ -115,23 +137,43 @@ def run_merge(args) -> int:
     from core.workspace.changes import apply_change
 
     apply_change(ws, report.state_change())  # as the Merge step: the workspace's export, the step's mark
+    gguf = None
+    if args.gguf and report.verdict != "error":
+        from core.merge.gguf_check import make_gguf
+
+        gguf = make_gguf(ws, plan.export_dir, args.quant, template=plan.template, run_id=plan.run_id,
+                         progress=lambda p: say(f"  [{p.fraction:4.0%}] GGUF {p.stage:<9} {p.detail[:90]}"),
+                         message=say)
     if args.json:
         emit_json({"export_run": record.id, "export_dir": plan.export_dir, "status": final.status.value,
-                   "warnings": plan.warnings, **_report_json(report)})
+                   "warnings": plan.warnings, **_report_json(report),
+                   **({"gguf": _gguf_json(gguf)} if gguf is not None else {})})
     else:
         print(_("merged into {dir}", dir=plan.export_dir))
         _print_report(report)
+        if gguf is not None:
+            _print_gguf(gguf)
         if report.verdict != "error":
             print(_("next: devtune serve {dir}", dir=plan.export_dir))
-    return EXIT_PROBLEMS if report.verdict == "error" else EXIT_OK
+    failed = report.verdict == "error" or (gguf is not None and gguf.verdict == "error")
+    return EXIT_PROBLEMS if failed else EXIT_OK
 
 
 def run_check_export(args) -> int:
     from core.merge.export_check import check_for_run
     from core.serve.plan import default_model
 
+    from core.merge.gguf_check import check_gguf_target, is_gguf_target
+
     ws = workspace(args)
     target = args.export or default_model(ws)
+    if is_gguf_target(ws, target):
+        report = check_gguf_target(ws, target, args.run, progress=lambda m: print(m, file=sys.stderr))
+        if args.json:
+            emit_json(_gguf_json(report))
+        else:
+            _print_gguf(report)
+        return EXIT_PROBLEMS if report.verdict == "error" else EXIT_OK
     report = check_for_run(ws, target, args.run, numeric=not args.no_numeric,
                            progress=lambda m: print(m, file=sys.stderr))
     if args.json:
