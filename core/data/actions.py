@@ -70,7 +70,7 @@ def _output(output: str, path: Path, ws_root: Path) -> Path:
 
 def _rows(preview: list[dict], rejected: list[dict]) -> list[dict]:
     rows = [{"line": "", **r} for r in preview[:PREVIEW_ROWS]]
-    rows += [{"line": r["line"], "rejected": r["reason"], "raw": r["raw"]} for r in rejected[:PREVIEW_ROWS]]
+    rows += [{"line": r.get("at", r.get("line")), "rejected": r["reason"], "raw": r["raw"]} for r in rejected[:PREVIEW_ROWS]]
     return rows
 
 

@@ -27,11 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from core.data.fix import FixRefused, FixReport, RowWriter, default_rejects_path
-from core.data.reader import CSV, EMPTY, TEXT, probe_file
-from core.data.schema import ALPACA, MESSAGES, SHAREGPT, detect_schema
-from core.data.speaker_tags import tag_counts
-from core.data.spreadsheet import SPREADSHEET_SUFFIXES
+from core.data.fix import FixRefused
+from core.data.fix_output import FixReport, RowWriter, default_rejects_path
+from core.data.reader import JSON_LAYOUTS, TEXT, probe_file
+from core.data.source_kind import detect_source, unit_to_row
 from core.data.sources import ConvertError, Unit, csv_units, json_units, text_units
 from core.i18n import _, _n
 
@@ -71,99 +70,6 @@ class ConvertReport(FixReport):
             out.append(_n("  ignored {n} line that is no turn ({shown})",
                           "  ignored {n} lines that are no turn ({shown})", len(self.ignored_lines), shown=shown))
         return out
-
-
-# ------------------------------------------------------------------ detection
-
-def detect_source(path: Path) -> str:
-    if Path(path).suffix.lower() in SPREADSHEET_SUFFIXES:  # a workbook's sheets are tables (core.data.spreadsheet)
-        return "csv"
-    from core.data.transcripts.detect import read_transcript
-    from core.data.transcripts.text_shape import text_transcript_lines
-
-    probe = probe_file(path)
-    if probe.layout == CSV:
-        return "transcript" if not _qa_columns(path) and read_transcript(path) else "csv"
-    if probe.layout == EMPTY:
-        raise ConvertError(_("{file} is empty", file=path))
-    if probe.layout == TEXT:
-        chat, qa = tag_counts(path, probe.encoding)
-        if text_transcript_lines(path, probe.encoding) > chat + qa:
-            return "transcript"
-        if not chat and not qa:
-            raise ConvertError(_("{file}: no speaker tags (用户：/客服：, Q:/A:, 问：/答：) and no chat-export header "
-                                 "lines (time and speaker); nothing to convert", file=path))
-        return "qa" if qa > chat else "chatlog"
-    from core.data.lint import sample_rows
-
-    schema = detect_schema(v for _r, v in sample_rows(probe))
-    kind = {SHAREGPT: "sharegpt", MESSAGES: "messages", ALPACA: "qa"}.get(schema.kind)
-    if kind and _some_row(path, kind):
-        return kind
-    if read_transcript(path) is not None:
-        return "transcript"
-    if kind:
-        return kind
-    raise ConvertError(_("{file}: rows have no recognised keys (instruction/output, question/answer, conversations, "
-                         "messages); use --from, or --columns for CSV", file=path))
-
-
-def _qa_columns(path: Path) -> bool:
-    """Does the CSV have question and answer columns (then it is a Q&A table, not a message log)."""
-    from core.data.csv_table import csv_reader
-    from core.data.sources import _pick_columns
-
-    header = [h.strip().lstrip("\ufeff") for h in next(csv_reader(path), [])]
-    try:
-        _pick_columns(header, None, path)
-    except ConvertError:
-        return False
-    return True
-
-
-def _some_row(path: Path, kind: str, sample: int = 20) -> bool:
-    """Does any of the first units of this JSON read as `kind` make a row (else the keys only look alike:
-    a Telegram export's `messages`, an Intercom list's `conversations`)."""
-    for n, unit in enumerate(json_units(path, kind)):
-        if isinstance(unit_to_row(unit, True, True), dict):
-            return True
-        if n >= sample:
-            break
-    return False
-
-
-# ------------------------------------------------------------------ units → rows
-
-def unit_to_row(unit: Unit, with_history: bool, with_system: bool) -> dict | str:
-    """An alpaca row, or the reason the unit cannot be one."""
-    if unit.problem:
-        return unit.problem
-    turns = [(r, t.strip()) for r, t in unit.turns]
-    while turns and turns[0][0] == "assistant":
-        turns.pop(0)
-        unit.notes.append(_("agent turn before the first question dropped"))
-    while turns and turns[-1][0] == "user":
-        turns.pop()
-        unit.notes.append(_("question without an answer dropped"))
-    if not turns:
-        return _("no question with an answer")
-    pairs: list[list[str]] = []
-    for i in range(0, len(turns) - 1, 2):
-        (r1, t1), (r2, t2) = turns[i], turns[i + 1]
-        if r1 != "user" or r2 != "assistant":
-            return _("turns do not alternate question/answer at turn {turn}", turn=i + 1)
-        pairs.append([t1, t2])
-    if len(turns) % 2:
-        return _("turns do not alternate question/answer")
-    instruction, output = pairs[-1]
-    if not instruction or not output:
-        return _("empty question or answer")
-    row: dict[str, Any] = {"instruction": instruction, "input": unit.context.strip(), "output": output}
-    if with_history:
-        row["history"] = pairs[:-1]
-    if with_system:
-        row["system"] = unit.system.strip()
-    return row
 
 
 def _units(path: Path, kind: str, columns: dict[str, str] | None, report: ConvertReport,
@@ -206,7 +112,9 @@ def convert_file(source: str | os.PathLike, output: str | os.PathLike, *, source
         if isinstance(row, dict):
             with_history = with_history or bool(row["history"])
             with_system = with_system or bool(row["system"])
-    with RowWriter(report, dry_run, preview, force) as writer:
+    probe = probe_file(src)  # JSON rows inside one document are named by their path (`data.items[3]`)
+    nested = probe.nested if kind in ("qa", "sharegpt", "messages") and probe.layout in JSON_LAYOUTS else None
+    with RowWriter(report, dry_run, preview, force, nested=nested) as writer:
         for unit in _units(src, kind, columns, report, roles):
             report.rows_in += 1
             row = unit_to_row(unit, with_history, with_system)

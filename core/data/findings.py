@@ -8,7 +8,12 @@ the screen) or `none`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from core.data.nested_json import NestedRows
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 SAFE, CONFIRM, NONE = "safe", "confirm", "none"
@@ -79,6 +84,7 @@ class Finding:
     fix: str = NONE
     column: int | None = None
     values: tuple[str, ...] = ()  # what it found, where a person may keep it (personal data: core.data.pii_keep)
+    at: str = ""  # a row inside one JSON document: its path and index (`data.items[3]`), said instead of a line
 
     @property
     def fixable(self) -> bool:
@@ -90,6 +96,8 @@ class Finding:
                "message": self.message, "fixable": self.fixable, "fix": self.fix}
         if self.values:
             out["values"] = list(self.values)
+        if self.at:
+            out["at"] = self.at
         return out
 
     def sort_key(self) -> tuple:
@@ -124,6 +132,29 @@ def findings_for_pairs(rule_id: str, template: str, lines: list[int], others: li
         ordered = zip(others, lines) if names[0] == "other" else zip(lines, others)
         messages = [fmt % pair for pair in ordered]
     return list(map(Finding, repeat(rule_id), repeat(rule.severity), lines, messages, repeat(rule.fix)))
+
+
+def _line_label() -> re.Pattern:
+    """How this language names a line in a message ("L12", "第 12 行"), as a pattern around the number."""
+    from core.i18n import _
+
+    before, _mark, after = _("L{line}", line="\x00").partition("\x00")
+    guard = r"(?<![A-Za-z0-9_])" if before[:1].isascii() and before[:1].isalpha() else ""
+    return re.compile(guard + re.escape(before) + r"(\d+)" + re.escape(after) + r"(?!\d)")
+
+
+def name_rows_in(message: str, nested: NestedRows) -> str:
+    """A message about rows inside one JSON document, each line label ("L4", "第 4 行") turned into the row's
+    path in backticks (`data.items[3]`): the reader numbers such rows 1, 2, 3..., a document has no line per row."""
+    return _line_label().sub(lambda m: f"`{nested.element(int(m.group(1)))}`", message)
+
+
+def name_rows(findings: list[Finding], nested: NestedRows | None) -> list[Finding]:
+    """Row findings of a file that is one JSON document, named by path (`Finding.at`) instead of a line."""
+    if nested is None:
+        return findings
+    return [replace(f, at=nested.element(f.line), column=None, message=name_rows_in(f.message, nested))
+            for f in findings]
 
 
 def sort_findings(findings: list[Finding]) -> None:

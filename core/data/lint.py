@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from core.data.findings import (ERROR, INFO, NONE, SAFE, WARNING, Finding, count_by_severity, finding,
-                                   findings_for_pairs, sort_findings)
+                                   findings_for_pairs, name_rows, sort_findings)
 from core.data.duplicates import find_duplicates
 from core.data.lint_progress import LintProgress
 from core.data.parallel_scan import merge_parts, plan_spans, run_parts
@@ -356,15 +356,14 @@ def lint_file(path: str | os.PathLike, options: LintOptions | None = None,
         finally:
             for fp in fps:
                 fp.discard()
-        findings = merged.findings
+        # many findings of one kind: translate the template once, fill it per row
+        findings = name_rows(merged.findings + findings_for_pairs("duplicate", _(
+            "L{line}: duplicate of L{other}; fix keeps the first (with --yes)"), dups.duplicate_lines, dups.duplicate_of)
+            + findings_for_pairs("conflict", _(
+                "L{line}: same prompt as L{other} with a different output; keep the right one by hand"),
+                dups.conflict_lines, dups.conflict_with), probe.nested)  # rows of one document: by path
         findings += _file_findings(probe, merged.notes, merged, schema)
         findings += text.findings if text is not None else []
-        # many findings of one kind: translate the template once, fill it per row
-        findings += findings_for_pairs("duplicate", _(
-            "L{line}: duplicate of L{other}; fix keeps the first (with --yes)"), dups.duplicate_lines, dups.duplicate_of)
-        findings += findings_for_pairs("conflict", _(
-            "L{line}: same prompt as L{other} with a different output; keep the right one by hand"),
-            dups.conflict_lines, dups.conflict_with)
         dup_lines = set(dups.duplicate_lines)
 
     near = None
@@ -373,16 +372,16 @@ def lint_file(path: str | os.PathLike, options: LintOptions | None = None,
 
         pairs = find_near_duplicates(probe, schema, skip_lines=dup_lines, progress=progress)
         near = len(pairs)
-        for line, other, j in pairs:
-            findings.append(finding("near-duplicate", line, _(
-                "L{line}: ~{j} similar to L{other}; keep one of them", line=line, j=f"{j:.2f}", other=other)))
+        findings += name_rows([finding("near-duplicate", line, _(
+            "L{line}: ~{j} similar to L{other}; keep one of them", line=line, j=f"{j:.2f}", other=other))
+            for line, other, j in pairs], probe.nested)
     token_source = "estimate"
     if opts.tokenizer:
         from core.data.tokens import count_tokens
 
         counted = count_tokens(probe, schema, opts.tokenizer, opts.cutoff_len, progress=progress)
         merged.stats.tokens = counted.histogram
-        findings = [f for f in findings if f.rule != "too-long"] + counted.findings
+        findings = [f for f in findings if f.rule != "too-long"] + name_rows(counted.findings, probe.nested)
         token_source = opts.tokenizer
     with paused_gc():
         sort_findings(findings)

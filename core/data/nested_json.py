@@ -7,8 +7,10 @@ never taken for rows) and names the keys beside it (paging metadata, status code
 `attributes` of Strapi and JSON:API, `fields` of Contentful, `properties` of Notion) is lifted into the row, and
 rendered or rich text (`{"rendered": ...}` of WordPress, Notion's `[{plain_text}]`) becomes its text.
 
-The reader (core/data/reader.py) streams the elements (core/data/jsonvalues.py `iter_nested_values`); this
-module only decides where they are and how one becomes a row.
+The reader (core/data/reader.py) streams the elements (core/data/jsonvalues.py `iter_nested_values`) and
+numbers them 1, 2, 3... (a minified document is one line); lint, fix and convert name each by
+`NestedRows.element` (`data.items[3]`), never by a line. This module only decides where they are and how one
+becomes a row.
 """
 
 from __future__ import annotations
@@ -30,6 +32,11 @@ class NestedRows:
     @property
     def where(self) -> str:
         return ".".join(self.at)
+
+    def element(self, number: int) -> str:
+        """Where row `number` (1-based, as the reader numbers these rows: a document has no line per row) is:
+        `data.items[3]` for the fourth, `[3]` in a top-level array."""
+        return f"{self.where}[{int(number) - 1}]"
 
 
 def _consistent(items: list) -> bool:

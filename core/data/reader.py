@@ -298,8 +298,8 @@ def iter_records(probe: FileProbe, notes: ReadNotes | None = None) -> Iterator[R
         import orjson
 
         how = "utf-16" if enc.encoding.startswith("utf-16") else UTF8 if enc.is_utf8 else enc.python_codec
-        for line, value in iter_nested_values(probe.path, enc, notes, probe.nested.at):
-            yield Record(line, orjson.dumps(flat_row(value, probe.nested.unwrap)), -1, how)
+        for number, (_line, value) in enumerate(iter_nested_values(probe.path, enc, notes, probe.nested.at), 1):
+            yield Record(number, orjson.dumps(flat_row(value, probe.nested.unwrap)), -1, how)  # NestedRows.element
     elif probe.layout in (JSON_ARRAY, JSON_STREAM):
         yield from iter_json_values(probe.path, enc, notes, array=probe.layout == JSON_ARRAY)
     elif probe.layout == EMPTY:

@@ -104,4 +104,7 @@ def convert_hint_paths(path) -> tuple[str, str]:
     from pathlib import Path
 
     src = Path(path)
-    return shlex.quote(str(src)), shlex.quote(str(src.with_suffix(".jsonl")))
+    out = src.with_suffix(".jsonl")
+    if out == src:  # a JSON Lines source (a chat archive): the hint must not name it as its own output
+        out = src.with_name(f"{src.stem}.alpaca.jsonl")
+    return shlex.quote(str(src)), shlex.quote(str(out))

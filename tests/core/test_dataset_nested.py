@@ -106,11 +106,11 @@ def test_a_plain_json_array_is_read_as_it_is():
     assert lifted({"title": {"rendered": "T"}, "content": {"rendered": "<p>x</p>", "protected": False}})
 
 
-def test_the_line_of_each_element_is_where_it_starts():
-    probe = probe_file(SHAPES / "strapi_v4.json")
-    lines = [r.line for r in iter_records(probe, ReadNotes())]
-    text = (SHAPES / "strapi_v4.json").read_text(encoding="utf-8").splitlines()
-    assert all(text[n - 1].strip() == "{" for n in lines) and lines == sorted(set(lines))
+def test_the_rows_of_one_document_are_numbered_and_named_by_their_path():
+    probe = probe_file(SHAPES / "strapi_v4.json")  # pretty, but a minified document is one line: no line per row
+    numbers = [r.line for r in iter_records(probe, ReadNotes())]
+    assert numbers == list(range(1, probe.nested.rows + 1))
+    assert [probe.nested.element(n) for n in numbers[:2]] == [f"{probe.nested.where}[0]", f"{probe.nested.where}[1]"]
 
 
 def test_a_single_row_or_a_conversation_is_no_wrapper(tmp_path):
