@@ -22,10 +22,24 @@ def register(sub, add_common) -> list[str]:
                    help=_("train even though the config's check reports errors (devtune config check)"))
     p.set_defaults(handler=run_train)
 
-    p = sub.add_parser("runs", help=_("list training runs"))
+    p = sub.add_parser("runs", help=_("list training runs"),
+                       description=_("List the training runs; `devtune runs compare RUN RUN...` puts two or more "
+                                     "side by side."))
     add_common(p)
     p.add_argument("--json", action="store_true", help=_("print JSON"))
     p.set_defaults(handler=run_runs)
+    actions = p.add_subparsers(dest="runs_action", metavar="{compare}")
+    c = actions.add_parser("compare", help=_("compare two or more runs side by side"),
+                           description=_("The runs' status, losses, eval scores, tokens/s and duration, the "
+                                         "hyperparameters that differ between them, their loss and eval-loss curves "
+                                         "aligned by step, tokens seen or epoch, and where their tuned models' "
+                                         "answers disagree."))
+    add_common(c)
+    c.add_argument("runs", metavar="RUN", nargs="+", help=_("run ids or prefixes (two or more)"))
+    c.add_argument("--json", action="store_true", help=_("print JSON (with the whole curves)"))
+    c.add_argument("--align", choices=("step", "tokens", "epoch"), default="step",
+                   help=_("the curves' axis: step, tokens seen or epoch (default: step)"))
+    c.set_defaults(handler=run_runs_compare)
 
     p = sub.add_parser("monitor", help=_("follow a run's progress"),
                        description=_("Print a run's progress; with --json, one JSON object per update."))
@@ -99,6 +113,20 @@ def run_runs(args) -> int:
         resumed = "  " + _("(resumes {id})", id=row["resume_of"]) if row["resume_of"] else ""
         print(f"{row['id']:<40} {_pad(status_label(row['status']), 9)} {started}  {row['output_dir'] or ''}  "
               f"{row['note']}{resumed}".rstrip())
+    return EXIT_OK
+
+
+def run_runs_compare(args) -> int:
+    """core.train.run_compare decides what differs; the text and the JSON are two renderings of it."""
+    from core.train.run_compare import compare_runs
+
+    comparison = compare_runs(workspace(args), args.runs, args.align)
+    if args.json:
+        emit_json(comparison.to_json())
+        return EXIT_OK
+    from core.train.run_compare_text import comparison_lines
+
+    print("\n".join(comparison_lines(comparison)))
     return EXIT_OK
 
 
