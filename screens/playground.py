@@ -20,6 +20,7 @@ from textual.widgets import Button, Checkbox, Input, Log, Select, Static, Tabbed
 
 from core.i18n import _
 from screens.base import Job, StepScreen, step_binding
+from screens.playground_eval import start_eval_with_servers
 from tui.widgets.chat_params import ChatParamsForm
 from tui.widgets.chat_transcript import ChatTranscript
 from tui.widgets.titled import TitledSelect, titled
@@ -378,9 +379,8 @@ class PlaygroundScreen(StepScreen):
     def action_evaluate(self) -> None:
         server = self.query_one("#pg-server", Select).value
         compare = self.query_one("#pg-compare", Select).value
-        if not isinstance(server, str):
-            self.show_error(_("start or choose a server first"))
-            return
+        if not isinstance(server, str):  # core starts what the eval needs, and stops it afterwards
+            return start_eval_with_servers(self)
         self.query_one("#pg-tabs", TabbedContent).active = "pg-tab-eval"
         results = self.query_one(EvalResults)
         results.start(_("asking the held-out and training questions…"))
@@ -426,10 +426,10 @@ class PlaygroundScreen(StepScreen):
         if result is not None:
             self.query_one(EvalResults).show(result.report, result.rows)
 
-    def _evaluated(self, result) -> None:
-        """F6's EvalResult: shown, its state change applied, its verdict on the stepper."""
+    def _evaluated(self, result, change=None) -> None:
+        """F6's EvalResult: shown, its state change (or core's `change` for it) applied, its verdict on the stepper."""
         report = result.report
         self.query_one(EvalResults).show(report, result.rows)
-        self.app.apply_change(report.state_change())  # the base it compared against, for a plain `devtune eval`
+        self.app.apply_change(report.state_change() if change is None else change)  # the base, for a plain eval
         verdict = report.verdict  # core's: which questions count, the band, worse / same / better
         self.set_status("done" if verdict.ok else "attention", verdict.mark)

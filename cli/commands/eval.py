@@ -20,7 +20,10 @@ def register(sub, add_common) -> list[str]:
                       "to its base, concurrently, and score every answer against the reference: chrF, BLEU, ROUGE-L "
                       "and exact match, and optionally a judge model's 1-5 grade. Base and tuned come from one vLLM "
                       "server that serves a LoRA run beside its base (`devtune serve --lora RUN`), or from two "
-                      "servers (--base-server, --tuned-server: ids or URLs). Per-row answers and scores are kept in "
+                      "servers (--base-server, --tuned-server: ids or URLs). For a RUN with no server running, "
+                      "devtune starts what it needs (the base with the adapter beside it where vLLM can serve it, "
+                      "else the merged export and the base, merging first) and stops them afterwards "
+                      "(--keep-servers leaves them running). Per-row answers and scores are kept in "
                       ".devtune/evals/<id>/ with report.md; --show prints a saved one again. Exit 0 when the tuned "
                       "model is not worse than its base (by more than 0.05 chrF) on the held-out questions (the "
                       "training ones when no held-out question was asked) and every answer came back; 1 when it "
@@ -36,6 +39,8 @@ def register(sub, add_common) -> list[str]:
     p.add_argument("--server", metavar="ID", help=_("a server that serves the base and the adapter (--lora)"))
     p.add_argument("--base-server", metavar="ID_OR_URL", help=_("the base model's server: a server id or a URL"))
     p.add_argument("--tuned-server", metavar="ID_OR_URL", help=_("the tuned model's server: a server id or a URL"))
+    p.add_argument("--keep-servers", action="store_true",
+                   help=_("leave the servers this eval starts running afterwards (default: stopped)"))
     p.add_argument("--base-model", metavar="NAME", help=_("the model name to ask at --base-server"))
     p.add_argument("--tuned-model", metavar="NAME", help=_("the model name to ask at --tuned-server"))
     p.add_argument("--api-key-env", metavar="VAR", default="DEVTUNE_EVAL_KEY",
@@ -112,12 +117,8 @@ def _show_saved(args) -> int:
 
 
 def run_eval_command(args) -> int:
-    from core.eval.ask import Judge
-    from core.eval.compare import EvalOptions, run_eval
-    from core.eval.harness import HarnessOptions
-    from core.eval.judge import judge_endpoint, judge_prompt_file, load_rubric
     from core.eval.questions import EvalInputError
-    from core.eval.targets import resolve_targets
+    from core.eval.servers_needed import eval_servers
 
     if args.show:
         return _show_saved(args)
@@ -126,31 +127,19 @@ def run_eval_command(args) -> int:
     if bool(args.judge_url) != bool(args.judge_model):
         raise BadInput(_("name the judge with both --judge-url and --judge-model"))
     ws = workspace(args)
-    try:
-        targets = resolve_targets(ws, args.ref, server=args.server, base_server=args.base_server,
-                                  tuned_server=args.tuned_server, base_model=args.base_model,
-                                  tuned_model=args.tuned_model, key_env=args.api_key_env)
-        dataset = _dataset(ws, args, targets)
-        judge = None
-        if args.judge_url:
-            rubric_file = judge_prompt_file(ws.configs_dir)
-            judge = Judge(judge_endpoint(args.judge_url, args.judge_model, args.judge_key_env), load_rubric(rubric_file),
-                          ws.rel(rubric_file), temperature=args.judge_temperature)
-        harness = HarnessOptions(tasks=[t for t in args.lm_eval.split(",") if t.strip()],
-                                 include_path=args.include_path, api=args.lm_eval_api, limit=args.lm_eval_limit,
-                                 tokenizer=args.lm_eval_tokenizer) if args.lm_eval else None
-        options = EvalOptions(train_sample=args.train_sample, seed=args.seed, concurrency=args.concurrency,
-                              judge=judge, harness=harness)
-        print(_("base: {base} · tuned: {tuned} · dataset {dataset}", base=f"{targets.base.endpoint.model} "
-                f"({targets.base.endpoint.url})", tuned=f"{targets.tuned.endpoint.model} "
-                f"({targets.tuned.endpoint.url})", dataset=dataset), file=sys.stderr)
-        if judge:
-            print(_("judge: {model} at {url}; rubric {file}", model=judge.endpoint.model, url=judge.endpoint.url,
-                    file=judge.rubric_file), file=sys.stderr)
-        report = run_eval(ws, targets, dataset, options, progress=_Progress()).report
-        from core.workspace.changes import apply_change
+    from core.workspace.changes import apply_change
 
-        apply_change(ws, report.state_change())
+    say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731 - what it starts, on stderr (--json too)
+    try:
+        servers = eval_servers(ws, args.ref, server=args.server, base_server=args.base_server,
+                               tuned_server=args.tuned_server, base_model=args.base_model,
+                               tuned_model=args.tuned_model, key_env=args.api_key_env, keep=args.keep_servers,
+                               say=say)
+        for change in servers.changes:  # a merge made for this eval: the workspace's export, as `devtune merge`
+            apply_change(ws, change)
+        with servers:
+            report = _evaluate(ws, args, servers.targets)
+        apply_change(ws, servers.state_change(report))
     except EvalInputError as exc:
         print(file=sys.stderr)
         err(str(exc))
@@ -160,3 +149,29 @@ def run_eval_command(args) -> int:
         return EXIT_INTERRUPTED
     print(file=sys.stderr)
     return _render(report, args)
+
+
+def _evaluate(ws, args, targets):
+    from core.eval.ask import Judge
+    from core.eval.compare import EvalOptions, run_eval
+    from core.eval.harness import HarnessOptions
+    from core.eval.judge import judge_endpoint, judge_prompt_file, load_rubric
+
+    dataset = _dataset(ws, args, targets)
+    judge = None
+    if args.judge_url:
+        rubric_file = judge_prompt_file(ws.configs_dir)
+        judge = Judge(judge_endpoint(args.judge_url, args.judge_model, args.judge_key_env), load_rubric(rubric_file),
+                      ws.rel(rubric_file), temperature=args.judge_temperature)
+    harness = HarnessOptions(tasks=[t for t in args.lm_eval.split(",") if t.strip()],
+                             include_path=args.include_path, api=args.lm_eval_api, limit=args.lm_eval_limit,
+                             tokenizer=args.lm_eval_tokenizer) if args.lm_eval else None
+    options = EvalOptions(train_sample=args.train_sample, seed=args.seed, concurrency=args.concurrency,
+                          judge=judge, harness=harness)
+    print(_("base: {base} · tuned: {tuned} · dataset {dataset}", base=f"{targets.base.endpoint.model} "
+            f"({targets.base.endpoint.url})", tuned=f"{targets.tuned.endpoint.model} "
+            f"({targets.tuned.endpoint.url})", dataset=dataset), file=sys.stderr)
+    if judge:
+        print(_("judge: {model} at {url}; rubric {file}", model=judge.endpoint.model, url=judge.endpoint.url,
+                file=judge.rubric_file), file=sys.stderr)
+    return run_eval(ws, targets, dataset, options, progress=_Progress()).report

@@ -117,6 +117,14 @@ def _lora_targets(ws: Workspace, record) -> EvalTargets:
     return EvalTargets(_from_record(ws, record, BASE), _from_record(ws, record, TUNED), record.lora_run)
 
 
+def server_targets(ws: Workspace, base, tuned=None, run: str | None = None) -> EvalTargets:
+    """Base and tuned from live servers (core.serve.servers.ServerRecord): one that serves a LoRA run beside its
+    base (`tuned` None), or the base's server and the tuned model's."""
+    if tuned is None:
+        return _lora_targets(ws, base)
+    return EvalTargets(_from_record(ws, base, BASE), _from_record(ws, tuned, TUNED), run)
+
+
 def _base_of_export(ws: Workspace, model: str) -> tuple[str | None, str | None]:
     """(base model path, run id) of a merged export, from its check report."""
     from core.merge.export import ExportError
@@ -181,7 +189,7 @@ def resolve_targets(ws: Workspace, ref: str | None = None, *, server: str | None
                                        "serve the base and name both servers with --base-server and --tuned-server",
                                        model=ref))
             raise EvalInputError(_("start the servers first: {commands}", commands="; ".join(missing)))
-        return EvalTargets(_from_record(ws, base, BASE), _from_record(ws, tuned, TUNED), run)
+        return server_targets(ws, base, tuned, run)
     from core.train.run_facts import find_train_run
     from core.train.runs import RunError
 
