@@ -51,11 +51,14 @@ GGUF_CMAKE    := -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLE
 GGUF_WHEELS   := .cache/gguf-wheels/$(LLAMA_CPP_PY)-avx2
 gguf-env: $(GGUF_VENV)/.devtune-gguf-$(LLAMA_CPP_PY)
 
+GGUF_SDIST    := $(GGUF_WHEELS)/llama_cpp_python-$(LLAMA_CPP_PY).tar.gz
+
 $(GGUF_WHEELS)/.built:
 	mkdir -p $(GGUF_WHEELS)
+	$(PY) -m pip download -q --no-deps --no-binary :all: -d $(GGUF_WHEELS) "llama-cpp-python==$(LLAMA_CPP_PY)"
 	$(PY) -m venv $(GGUF_WHEELS)/build-venv
 	CMAKE_ARGS="$(GGUF_CMAKE)" $(GGUF_WHEELS)/build-venv/bin/python -m pip wheel -q --no-cache-dir --no-deps \
-		--no-binary llama-cpp-python -w $(GGUF_WHEELS) "llama-cpp-python==$(LLAMA_CPP_PY)"
+		-w $(GGUF_WHEELS) $(GGUF_SDIST)
 	rm -rf $(GGUF_WHEELS)/build-venv
 	touch $@
 
@@ -65,13 +68,10 @@ $(GGUF_VENV)/.devtune-gguf-$(LLAMA_CPP_PY): $(GGUF_WHEELS)/.built
 	$(GGUF_VENV)/bin/python -m pip install -q --upgrade pip
 	$(GGUF_VENV)/bin/python -m pip install -q --no-index --no-deps $(GGUF_WHEELS)/llama_cpp_python-$(LLAMA_CPP_PY)-*.whl
 	$(GGUF_VENV)/bin/python -m pip install -q "llama-cpp-python[server]==$(LLAMA_CPP_PY)" "gguf==$(GGUF_PY)"
-	$(GGUF_VENV)/bin/python -m pip download -q --no-deps --no-binary :all: -d $(GGUF_VENV)/src \
-		"llama-cpp-python==$(LLAMA_CPP_PY)"
 	mkdir -p $(GGUF_VENV)/share/llama.cpp
-	tar -xzf $(GGUF_VENV)/src/llama_cpp_python-$(LLAMA_CPP_PY).tar.gz -C $(GGUF_VENV)/share/llama.cpp \
-		--strip-components=3 llama_cpp_python-$(LLAMA_CPP_PY)/vendor/llama.cpp/convert_hf_to_gguf.py \
+	tar -xzf $(GGUF_SDIST) -C $(GGUF_VENV)/share/llama.cpp --strip-components=3 \
+		llama_cpp_python-$(LLAMA_CPP_PY)/vendor/llama.cpp/convert_hf_to_gguf.py \
 		llama_cpp_python-$(LLAMA_CPP_PY)/vendor/llama.cpp/conversion llama_cpp_python-$(LLAMA_CPP_PY)/vendor/llama.cpp/gguf-py
-	rm -rf $(GGUF_VENV)/src
 	touch $@
 
 demo: envs
@@ -100,7 +100,7 @@ check: envs
 	$(PYTEST) -n auto --dist load -m "not e2e and not serve and not stack" $(PYTEST_ARGS)
 
 # Each benchmark prints its figures as ratios to a baseline measured in the same run.
-bench: envs
+bench: envs gguf-env
 	$(VENV)/bin/python bench/startup.py
 	$(VENV)/bin/python bench/lint.py
 	$(VENV)/bin/python bench/monitor.py
@@ -110,6 +110,7 @@ bench: envs
 	$(VENV)/bin/python bench/playground.py -w $(DEMO_DIR) --serve models/tiny-llama3
 	$(VENV)/bin/python bench/synth.py -w $(DEMO_DIR) --serve models/tiny-llama3
 	$(VENV)/bin/python bench/eval.py -w $(DEMO_DIR) --serve models/tiny-llama3
+	$(VENV)/bin/python bench/gguf.py -w $(DEMO_DIR) --model models/tiny-llama3
 
 clean:
 	rm -rf $(VENV) .venv-serve $(GGUF_VENV) $(DEMO_DIR) build

@@ -91,8 +91,11 @@ def run_merge(args) -> int:
 
     ws = workspace(args)
     if args.gguf:
+        from core.errors import BadInput
         from core.merge.gguf_check import preflight
 
+        if args.detach:
+            raise BadInput(_("--gguf converts the merged folder once the export ends: it cannot go with --detach"))
         preflight(args.quant)  # no llama.cpp: refused before the merge, not after it
     plan = plan_export(ws, args.run, name=args.name, export_size=args.size, export_device=args.device,
                        base_model=args.base)
@@ -138,6 +141,8 @@ def run_merge(args) -> int:
 
     apply_change(ws, report.state_change())  # as the Merge step: the workspace's export, the step's mark
     gguf = None
+    if args.gguf and report.verdict == "error":
+        err(_("no GGUF: the merged folder's check failed; fix it and run `devtune merge --gguf` again"))
     if args.gguf and report.verdict != "error":
         from core.merge.gguf_check import make_gguf
 

@@ -191,3 +191,22 @@ def test_the_gguf_of_a_folder_is_the_one_its_modelfile_names(tmp_path):
     (tmp_path / "Modelfile").write_text("FROM ./qa-q8_0.gguf\n")
     assert find_gguf(tmp_path).name == "qa-q8_0.gguf"
     assert quant_of(tmp_path / "qa-q4_k_m.gguf") == "q4_k_m" and quant_of(Path("run-1-bf16.gguf")) == "bf16"
+
+
+def test_the_cli_refuses_gguf_with_detach_and_an_unknown_type_before_any_merge(tmp_path, devtune_cli):
+    ws = Workspace(tmp_path / "ws").ensure()
+    proc = devtune_cli("-w", str(ws.root), "merge", "--gguf", "--detach")
+    assert proc.returncode == 2 and "cannot go with --detach" in proc.stderr
+    proc = devtune_cli("-w", str(ws.root), "merge", "--gguf", "--quant", "q3_k")
+    assert proc.returncode == 2 and "q3_k" in proc.stderr
+    assert not ws.runs_dir.exists() or not any(ws.runs_dir.iterdir())  # no export was started
+
+
+def test_check_export_of_a_folder_without_its_merged_model_says_what_is_missing(tmp_path, devtune_cli):
+    ws = Workspace(tmp_path / "ws").ensure()
+    folder = ws.root / "exports" / "qa-gguf"
+    folder.mkdir(parents=True)
+    (folder / "qa-q8_0.gguf").write_bytes(b"GGUF")
+    proc = devtune_cli("-w", str(ws.root), "check-export", "exports/qa-gguf")
+    assert proc.returncode == 2
+    assert "the merged folder exports/qa that qa-q8_0.gguf was converted from is not there" in proc.stderr
