@@ -14,15 +14,16 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.reactive import var
-from textual.widgets import Button, Log, ProgressBar, Select, Static
+from textual.widgets import Button, Log, ProgressBar, Static
 
 from core.i18n import _, _n, said
 from screens.base import Job, StepScreen, step_binding
 from tui.widgets.diagnosis_box import DiagnosisBox
 from tui.widgets.gpu_panel import GpuPanel
 from tui.widgets.loss_chart import LossChart
+from tui.widgets.run_table import RunTable
 from tui.widgets.step_guide import StepGuide
-from tui.widgets.titled import TitledSelect, titled
+from tui.widgets.titled import titled
 from tui.widgets.train_stage_chart import StageChart
 
 POLL_SECONDS = 1.0
@@ -49,7 +50,7 @@ class TrainScreen(StepScreen):
 
     # what the screen shows follows these
     record = var(None)  # core.train.runs.RunRecord of the shown run, as last read
-    runs: var[list] = var(list)
+    runs: var[list] = var(list)  # the ids of the runs listed
 
     @dataclass
     class Polled:
@@ -70,10 +71,11 @@ class TrainScreen(StepScreen):
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="train-bar"):
-            yield titled(TitledSelect([], prompt=_("no runs yet"), allow_blank=True, id="train-runs"), _("run"))
-            yield Button(_("Start"), variant="primary", id="train-start")
-            yield Button(_("Stop"), variant="error", id="train-stop")
-            yield Button(_("Resume"), id="train-resume")
+            yield titled(RunTable(id="train-runs"), _("runs (Enter: show · space: mark · m: compare · s: sort)"))
+            with Horizontal(id="train-buttons"):
+                yield Button(_("Start"), variant="primary", id="train-start")
+                yield Button(_("Stop"), variant="error", id="train-stop")
+                yield Button(_("Resume"), id="train-resume")
         with Horizontal(id="train-progress-row"):
             yield ProgressBar(total=None, show_eta=False, show_percentage=True, id="train-bar-progress")
             yield Static("", id="train-progress")
@@ -103,31 +105,20 @@ class TrainScreen(StepScreen):
                             done=lambda runs: self._show_runs(runs, select))
 
     @staticmethod
-    def _list_runs(job: Job, ws) -> list:
-        from core.train.runs import list_runs
+    def _list_runs(job: Job, ws):
+        from core.train.run_compare import runs_table
 
-        return [r for r in list_runs(ws) if r.kind == "train"]
+        return runs_table(ws)
 
-    def _show_runs(self, runs: list, select: str | None) -> None:
-        self.runs = runs
-        wanted = select if any(r.id == select for r in runs) else (runs[0].id if runs else None)
-        if wanted:
-            with self.query_one("#train-runs", Select).prevent(Select.Changed):
-                self.query_one("#train-runs", Select).value = wanted
+    def _show_runs(self, table, select: str | None) -> None:
+        """core.train.run_compare.RunsTable: the rows and the columns of what differs between them."""
+        self.runs = [r.id for r in table.rows]
+        wanted = select if select in self.runs else (self.runs[0] if self.runs else None)
+        self.query_one(RunTable).show(table, current=wanted)
         if wanted and wanted != self.run_id:
             self.attach(wanted)
-        elif not runs:
+        elif not self.runs:
             self._show_no_run()
-
-    def watch_runs(self, runs: list) -> None:
-        from core.train.runs import status_label
-
-        select = self.query_one("#train-runs", Select)
-        value = select.value
-        with select.prevent(Select.Changed):
-            select.set_options([(f"{r.id}  [{status_label(r.status)}]", r.id) for r in runs])
-            if isinstance(value, str) and any(r.id == value for r in runs):
-                select.value = value
 
     def _show_no_run(self) -> None:
         from core.config.files import current_config_path
@@ -139,10 +130,25 @@ class TrainScreen(StepScreen):
             text = _("No training config yet: make one in step 3 (Config), then come back and press F5.")
         self.query_one("#train-status", Static).update(text)
 
-    @on(Select.Changed, "#train-runs")
-    def _picked(self, event: Select.Changed) -> None:
-        if isinstance(event.value, str) and event.value != self.run_id:
-            self.attach(event.value)
+    @on(RunTable.Picked)
+    def _picked(self, event: RunTable.Picked) -> None:
+        if event.run_id != self.run_id:
+            self.attach(event.run_id)
+
+    @on(RunTable.CompareAsked)
+    def _compare(self, event: RunTable.CompareAsked) -> None:
+        """Two or more runs side by side (screens/train_compare.py), from core's comparison of them."""
+        from screens.train_compare import TrainCompareScreen
+
+        self.run_background(self._comparison, self.ws, event.run_ids, group="train-compare",
+                            description=_("Comparing runs"),
+                            done=lambda comparison: self.app.push_screen(TrainCompareScreen(comparison)))
+
+    @staticmethod
+    def _comparison(job: Job, ws, run_ids: list):
+        from core.train.run_compare import compare_runs
+
+        return compare_runs(ws, run_ids)
 
     # ------------------------------------------------------------ watching
     def attach(self, run_id: str) -> None:
@@ -305,7 +311,7 @@ class TrainScreen(StepScreen):
     def _started(self, record) -> None:
         self.clear_error()
         self.app.notify(_("run {id} started", id=record.id))
-        self._show_runs([record] + [r for r in self.runs if r.id != record.id], record.id)
+        self.load_runs(select=record.id)
 
     @on(Button.Pressed, "#train-stop")
     def action_stop(self) -> None:
@@ -348,7 +354,7 @@ class TrainScreen(StepScreen):
 
     def _resumed(self, record) -> None:
         self.clear_error()
-        self._show_runs([record] + [r for r in self.runs if r.id != record.id], record.id)
+        self.load_runs(select=record.id)
 
     def action_diagnose(self) -> None:
         if self.run_id:

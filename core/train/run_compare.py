@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from core.errors import BadInput
@@ -58,7 +58,7 @@ class RunSummary:
     id: str
     status: str
     started: float
-    duration_s: float
+    duration_s: float  # the trainer's clock over its logged steps; the wall clock when it logged none
     config: str | None
     params: dict[str, Any] | None  # the meaning of its YAML copy (None: the copy cannot be read)
     steps: int = 0
@@ -140,7 +140,7 @@ def differing_keys(summaries: list[RunSummary]) -> list[str]:
 
 
 def summarize_run(ws: Workspace, record: RunRecord, run_eval: RunEval | None = None) -> RunSummary:
-    from core.train.metrics import MetricsTail
+    from core.train.metrics import MetricsTail, RunMetrics
     from core.train.watch import run_speed
 
     path, start = trainer_log_source(run_dir(ws, record.id), record)
@@ -148,7 +148,13 @@ def summarize_run(ws: Workspace, record: RunRecord, run_eval: RunEval | None = N
                          (record.ended or time.time()) - record.started, record.config, read_params(ws, record),
                          eval=run_eval)
     tokens: list[tuple[int, int]] = []  # (step, total_tokens) of the loss lines
-    for r in MetricsTail(path, start).poll():
+    records = MetricsTail(path, start).poll()
+    metrics = RunMetrics()
+    metrics.add_records(records)
+    elapsed = metrics.snapshot().elapsed_s  # the trainer's clock, every segment of a resumed run together
+    if elapsed is not None:
+        summary.duration_s = elapsed
+    for r in records:
         summary.steps = r.step  # the last logged (a resume counts on from its checkpoint)
         if r.total_tokens is not None:
             _cut(tokens, r.step, lambda t: t[0])
@@ -220,12 +226,21 @@ class RunComparison:
     params: list[str]  # the differing hyperparameters
     curves: dict[str, dict[str, tuple[list[float], list[float]]]]  # run -> loss / eval_loss -> (xs, ys)
     at: list[dict]  # the losses at shared points of the axis: {"x", "loss": {run: v}, "eval_loss": {run: v}}
-    eval_scores: list[dict]  # compare_evals.score_diff
-    disagreements: list[dict]  # compare_evals.disagreements
+    eval_scores: list[dict]  # run_compare_evals.score_diff
+    disagreements: list[dict]  # run_compare_evals.disagreements
     notes: list[str]
 
     def param_diff(self) -> dict[str, dict[str, Any]]:
         return {k: {r.id: param_value(r.params, k) for r in self.runs} for k in self.params}
+
+    def aligned(self, align: str) -> RunComparison:
+        """The same runs on another axis (no file is read again)."""
+        if align not in ALIGNMENTS:
+            raise BadInput(_("--align is one of {choices}, not {value}", choices=", ".join(ALIGNMENTS), value=align))
+        curves = {r.id: {"loss": curve(r.loss, align), "eval_loss": curve(r.eval_loss, align)} for r in self.runs}
+        notes = [n for n in self.notes if n not in _axis_notes(self.runs, self.curves, self.align)]
+        return replace(self, align=align, curves=curves, at=shared_points(curves, align),
+                       notes=notes + _axis_notes(self.runs, curves, align))
 
     def to_json(self) -> dict:
         return {"align": self.align, "runs": [r.to_json() for r in self.runs], "params": self.param_diff(),
@@ -233,6 +248,12 @@ class RunComparison:
                            for run, c in self.curves.items()},
                 "at": self.at, "eval_scores": self.eval_scores, "disagreements": self.disagreements,
                 "notes": self.notes}
+
+
+def _axis_notes(runs: list[RunSummary], curves: dict, align: str) -> list[str]:
+    return [_("run {id} logged no {what}, so it has no curve on that axis; align by step instead",
+              id=r.id, what={"tokens": "total_tokens", "epoch": "epoch"}.get(align, align))
+            for r in runs if r.loss and not curves[r.id]["loss"][0]]
 
 
 def curve(points: list[Point], align: str) -> tuple[list[float], list[float]]:
@@ -290,19 +311,14 @@ def compare_runs(ws: Workspace, ids: list[str], align: str = "step") -> RunCompa
     evals = latest_evals(ws, [r.id for r in records])
     loaded = {r.id: run_eval_of(ws, evals[r.id], with_rows=True) for r in records if r.id in evals}
     runs = [summarize_run(ws, r, loaded.get(r.id)) for r in records]
-    curves = {r.id: {"loss": curve(r.loss, align), "eval_loss": curve(r.eval_loss, align)} for r in runs}
-    notes = []
-    for r in runs:
-        if r.params is None:
-            notes.append(_("run {id}: its config copy {path} cannot be read, so its hyperparameters are not compared",
-                           id=r.id, path=r.config or "-"))
-        if r.loss and not curves[r.id]["loss"][0]:
-            notes.append(_("run {id} logged no {what}, so it has no curve on that axis; align by step instead",
-                           id=r.id, what={"tokens": "total_tokens", "epoch": "epoch"}.get(align, align)))
+    notes = [_("run {id}: its config copy {path} cannot be read, so its hyperparameters are not compared",
+               id=r.id, path=r.config or "-") for r in runs if r.params is None]
     with_evals = {r.id: r.eval for r in runs if r.eval is not None}
     if len(with_evals) < len(runs) and with_evals:
         notes.append(_("no eval was made of {ids}: `devtune eval RUN` makes one",
                        ids=", ".join(r.id for r in runs if r.eval is None)))
-    return RunComparison(align, runs, differing_keys(runs), curves, shared_points(curves, align),
-                         score_diff(with_evals) if len(with_evals) >= 2 else [],
-                         disagreements(with_evals) if len(with_evals) >= 2 else [], notes)
+    both = len(with_evals) >= 2
+    unaligned = RunComparison(align, runs, differing_keys(runs), {r.id: {"loss": ([], []), "eval_loss": ([], [])}
+                                                                  for r in runs}, [],
+                              score_diff(with_evals) if both else [], disagreements(with_evals) if both else [], notes)
+    return unaligned.aligned(align)
