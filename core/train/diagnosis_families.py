@@ -12,7 +12,7 @@ do about them, and fills in the facts of this run and machine:
 - rendezvous-network: ports (EADDRINUSE), names (DNS), addresses nothing answers on, timeouts, for every launcher.
 - gpu-runtime-abort: the GPU runtime or a GPU library failed (HIP/HSA, rocBLAS, hipBLASLt, MIOpen, cuBLAS,
   illegal memory access): the library, the GPU architecture it names, what to match.
-- device-mismatch: a model split across devices in one process. no-trainable-grad: nothing requires grad.
+- device-mismatch: a model split across devices in one process (no-trainable-grad: core.train.diagnosis_families_machine).
 
 version-skew also reads a model's files that the installed library is too old for (a tokenizer class, a tokenizer.json
 format, a config field), and a call whose argument the other library removed; resource-exhaustion also GPU memory
@@ -39,17 +39,22 @@ class FamilyFinding:
     facts: list[str] = field(default_factory=list)  # what this run and machine say, as evidence lines
     overrides: tuple[str, ...] = ()  # rules this finding corrects when they came first (a full /dev/shm: no full disk)
     same_as: tuple[str, ...] = ()  # rules that already say what this finding says: it adds nothing after them
+    own_cause: bool = False  # this run's log decides the cause: a thread matched by the root line alone is not it
 
 
 FAMILIES = ("version-skew", "resource-exhaustion", "rendezvous-network", "gpu-runtime-abort", "device-mismatch",
             "no-trainable-grad", "native-heap-corruption", "embedding-index", "interconnect", "collective-timeout",
-            "checkpoint-file", "precision", "dataset-format", "extension-build")  # the last eight: _setup
+            "checkpoint-file", "precision", "dataset-format", "extension-build",  # these eight: _setup
+            "hub-download", "driver-too-old", "lora-target", "cache-dir-unwritable")  # these: _machine
 SITE = re.compile(r"(?:site|dist)-packages/([A-Za-z_][\w]*)/")
 IMPORT_NAME = re.compile(r"cannot import name '(\w+)' from '([\w.]+)'")
 NO_SUBMODULE = re.compile(r"No module named '(\w+(?:\.\w+)+)'")
 NO_ATTRIBUTE = re.compile(r"module '([\w.]+)' has no attribute '(\w+)'")
 BAD_KWARG = re.compile(r"(\w+)\.__init__\(\) got an unexpected keyword argument '(\w+)'")
 HOSTPORT = re.compile(r"\(([\w.:-]+), (\d+)\)|\b((?:\d{1,3}\.){3}\d{1,3}|[a-z][\w.-]*):(\d{2,5})\b|port: (\d+)")
+IPV4 = re.compile(r"(?:\d{1,3}\.){3}\d{1,3}")
+ERROR_WORDS = re.compile(r"(?i)error|fail|refused|timed out|timeout|unreachable|rendezvous|connect|MASTER_ADDR")
+LOG_RECORD = re.compile(r"^\s*\[(?:INFO|WARNING|DEBUG)\b|^(?:INFO|DEBUG) ")  # a logger's record, not an error
 GFX = re.compile(r"\b(gfx[0-9a-f]{3,4})\b")
 # the installed library cannot read what a model's files declare: they were written for a newer one
 NEWER_FORMAT = re.compile(r"Tokenizer class (\w+) does not exist or is not currently imported|"
@@ -278,18 +283,26 @@ def _meminfo_fact() -> str | None:
     return _("RAM on this machine: {gib} GiB", gib=round(total / 2**20, 1)) if total else None
 
 
-def _endpoint(root: str) -> str | None:
-    m = HOSTPORT.search(root)
-    if not m:
-        return None
-    if m.group(5):
-        return f"port {m.group(5)}"
-    host, port = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
-    return f"{host}:{port}"
+def _endpoint(text: str) -> str | None:
+    """The first host:port of these lines that is an address (an IP, localhost, a dotted host name; a port), not
+    a logger's `module.path:line` (`llamafactory.hparams.parser:468 >>`)."""
+    for m in HOSTPORT.finditer(text):
+        if m.group(5):
+            return f"port {m.group(5)}"
+        host, port = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+        logger = text[m.end():m.end() + 4].lstrip().startswith(">>") or re.search(r"[^/]/$", text[max(0, m.start() - 2):m.start()]) is not None
+        if (host == "localhost" or IPV4.fullmatch(host) or "." in host) and 0 < int(port) < 65536 and not logger:
+            return f"{host}:{port}"
+    return None
+
+
+def _error_lines(log_text: str) -> str:
+    """The lines of the log's tail that report an error: where a rendezvous's endpoint is printed."""
+    return "\n".join(t for t in log_text[-4000:].split("\n") if ERROR_WORDS.search(t) and not LOG_RECORD.match(t))
 
 
 def _network(root, frames, *, log_text, **_kw) -> FamilyFinding | None:
-    where = _endpoint(root) or _endpoint(log_text[-4000:]) or "MASTER_ADDR:MASTER_PORT"
+    where = _endpoint(root) or _endpoint(frames) or _endpoint(_error_lines(log_text)) or "MASTER_ADDR:MASTER_PORT"
     host, _sep, port = where.rpartition(":") if ":" in where else ("", "", where.split()[-1])
     context = root + "\n" + log_text[-6000:]
     if re.search(r"EADDRINUSE|Address already in use|errno: 98", root):
@@ -371,12 +384,4 @@ def _placement(root, frames, **_kw) -> FamilyFinding | None:
                        _("Start one process per GPU (FORCE_TORCHRUN=1, or set CUDA_VISIBLE_DEVICES / "
                          "HIP_VISIBLE_DEVICES to one GPU), and offload with DeepSpeed ZeRO instead of device_map."),
                        ["FORCE_TORCHRUN=1 llamafactory-cli train configs/train.yaml"])
-    if "does not require grad and does not have a grad_fn" in root:
-        return FamilyFinding("no-trainable-grad", _("Nothing in the model requires gradients"),
-                       _("The loss does not depend on any trainable parameter: the adapter was not attached, every "
-                         "parameter is frozen, or gradient checkpointing of a frozen model left its inputs without "
-                         "grad (unsloth with full fine-tuning; old transformers)."),
-                       _("Check finetuning_type and lora_target, turn use_unsloth off for full fine-tuning, and "
-                         "update transformers and LLaMA-Factory together."),
-                       ["pip install -U llamafactory transformers"])
     return None

@@ -32,6 +32,11 @@ PHASES = ((re.compile(r"Running tokenizer on dataset|Converting format of datase
                       r"Preprocessing|tokeniz", re.I), "preprocessing"),
           (re.compile(r"Saving model checkpoint|Saving checkpoint|save_pretrained|_save_checkpoint"), "saving"),
           (re.compile(r"Loading checkpoint shards|Loading weights"), "loading"))
+# the GPU lacks bfloat16 (NVIDIA before Ampere, compute capability 8.0; AMD before MI200, gfx90a)
+NO_BF16 = re.compile(r"doesn't support bf16|[Bb][Ff](?:loat)?16 is (?:only|not) supported|does not support "
+                     r"(?:bf16|bfloat16)|bf16.{0,40}(?:requires|needs) (?:an )?Ampere")
+GPU_NAME = re.compile(r"Your (.+?) GPU has compute capability (\d+\.\d+)|\b((?:Tesla|Quadro|GeForce|NVIDIA) [\w -]+?"
+                      r"|Instinct MI\d+\w*)(?:[,.)]|\s*GPU|$)")
 RAISED_IN = re.compile(r'File "([^"]+)", line \d+, in (\w+)')
 DATASET_CODE = re.compile(r"(?:llamafactory|llmtuner)/data/(?:aligner|converter|parser|loader)\.py$")
 
@@ -172,6 +177,8 @@ def _checkpoint_file(root: str, frames: str, log_text: str) -> FamilyFinding | N
 
 
 def _precision(root: str, frames: str, log_text: str) -> FamilyFinding | None:
+    if NO_BF16.search(root):
+        return _no_bf16(root, frames, log_text)
     if not re.search(r"only supports? (?:fp16 and bf16|float16 and bfloat16)|expected scalar type \w+ but found|"
                      r"not implemented for '(?:Half|BFloat16)'", root):
         return None
@@ -184,6 +191,22 @@ def _precision(root: str, frames: str, log_text: str) -> FamilyFinding | None:
         _("Set bf16: true (or fp16: true on GPUs without bf16) in the train YAML so the model computes in half "
           "precision, or choose another attention implementation (flash_attn: sdpa)."),
         ["grep -n -E 'bf16|fp16|flash_attn' configs/train.yaml"], facts)
+
+
+def _no_bf16(root: str, frames: str, log_text: str) -> FamilyFinding:
+    gpu = GPU_NAME.search(root) or GPU_NAME.search(log_text)
+    facts = ([_("GPU: {gpu}, compute capability {cc}", gpu=gpu.group(1), cc=gpu.group(2)) if gpu.group(1) else
+              _("GPU: {gpu}", gpu=gpu.group(3))] if gpu else [])
+    serving = re.search(r"vllm/", frames) is not None
+    fix = (_("Serve in float16: --dtype half on the vllm serve command line (or dtype: half in its config).")
+           if serving else _("Train in fp16 instead: fp16: true and no bf16: true in the train YAML (or rent a GPU "
+                             "with bf16: NVIDIA Ampere or newer, AMD MI200/gfx90a or newer)."))
+    return FamilyFinding(
+        "precision", _("This GPU has no bfloat16: {error}", error=re.sub(r"^\w+: ", "", root).split(". ")[0][:120]),
+        _("bfloat16 needs an NVIDIA GPU of compute capability 8.0 or more (Ampere: A100, RTX 30xx, newer) or an AMD "
+          "MI200 (gfx90a) or newer; this GPU (a T4, a V100, an older card) lacks the dtype, so the run refused it."),
+        fix, ["vllm serve MODEL --dtype half" if serving else "grep -n -E 'bf16|fp16' configs/train.yaml",
+              "nvidia-smi --query-gpu=name,compute_cap --format=csv"], facts)
 
 
 def _dataset_format(root: str, frames: str, log_text: str) -> FamilyFinding | None:

@@ -1,7 +1,7 @@
 """A failed run's diagnosis completed by its family and the upstream thread it matches.
 
 core.train.failures ranks the rules' diagnoses and names the root exception; then `with_family`:
-- asks core.train.diagnosis_families (then core.train.diagnosis_families_setup) which family the root line belongs to, with this run's facts; the family's
+- asks core.train.diagnosis_families_machine, core.train.diagnosis_families (then diagnosis_families_setup) which family the root line belongs to, with this run's facts; the family's
   diagnosis comes first when no rule explained the root (only the generic root-cause one, or a symptom), or
   when it overrides the rule that did (a full /dev/shm is no full disk), and second otherwise;
 - quotes the known upstream thread (core.train.known_issues) on the first diagnosis: "seen upstream: <link>"
@@ -15,6 +15,7 @@ from pathlib import Path
 
 from core.i18n import _
 from core.train.diagnosis_families import family_finding
+from core.train.diagnosis_families_machine import machine_finding
 from core.train.diagnosis_families_setup import setup_finding
 from core.train.diagnosis_model import Diagnosis, LogEvidence, exception_evidence, where_evidence
 from core.train.known_issues import match_known_issue
@@ -71,7 +72,8 @@ def with_family(found: list[Diagnosis], cause: RootCause, logs: list[tuple[str, 
         return found
     root = (exc.printed or exc.text) if exc is not None else cause.signal
     frames, log_text = _context(logs, cause)
-    finding = (family_finding(root, frames, exit_signal=cause.signal, python=python, log_text=log_text)
+    finding = (machine_finding(root, frames, python=python, log_text=log_text)
+               or family_finding(root, frames, exit_signal=cause.signal, python=python, log_text=log_text)
                or setup_finding(root, frames, log_text=log_text))
     if finding is not None and found[0].id in finding.same_as:
         finding = None  # the rule that came first already says it (GPU out of memory)
@@ -85,7 +87,8 @@ def with_family(found: list[Diagnosis], cause: RootCause, logs: list[tuple[str, 
             found = [family] + [d for d in found if d.id != "root-cause"]
         elif exc is not None:  # a signal alone: the rule that came first already says what the family would
             found.insert(1, family)
-    issue = match_known_issue(root) if exc is not None else None
+    own = finding is not None and finding.own_cause and found[0].id == finding.id
+    issue = match_known_issue(root) if exc is not None and not own else None
     if issue is not None:
         found[0].evidence.append(LogEvidence(_("seen upstream"), None, f"{issue.link}: {issue.fix_text()}"))
     return found

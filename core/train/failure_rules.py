@@ -286,8 +286,13 @@ def _training_rules() -> list[Rule]:
              _("A GPU kernel is missing for this GPU (invalid device function)"),
              _("A library (torch, an extension) has no kernel for this GPU's gfx architecture, often after "
                "HSA_OVERRIDE_GFX_VERSION or a wheel built for other GPUs."),
-             _("Install builds made for this GPU's architecture; on Instinct GPUs unset HSA_OVERRIDE_GFX_VERSION."),
-             ("rocminfo | grep -o -m1 'gfx[0-9a-f]*'", "unset HSA_OVERRIDE_GFX_VERSION"), weight=93),
+             _("Install a torch (and extensions) built for this GPU's gfx target, which rocminfo names. A consumer "
+               "Radeon the build lacks runs with HSA_OVERRIDE_GFX_VERSION set to the nearest supported target: "
+               "HSA_OVERRIDE_GFX_VERSION=11.0.0 for gfx110x-gfx115x, 10.3.0 for gfx103x; on Instinct GPUs (gfx90a, "
+               "gfx942) unset it instead."),
+             ("rocminfo | grep -o -m1 'gfx[0-9a-f]*'",
+              "HSA_OVERRIDE_GFX_VERSION=11.0.0 llamafactory-cli train configs/train.yaml  # a consumer gfx11xx",
+              "unset HSA_OVERRIDE_GFX_VERSION  # an Instinct GPU"), weight=93),
         Rule("deepspeed-no-toolkit", (r"CUDA_HOME does not exist, unable to compile CUDA op", r"MissingCUDAException",
                                       r"ROCM_HOME does not exist"),
              _("DeepSpeed cannot build its kernels: no CUDA/ROCm toolkit found"),

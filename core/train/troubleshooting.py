@@ -120,6 +120,13 @@ def _families() -> list[str]:
                             "does not describe the file"),
         "extension-build": _("an op compiled on first use (DeepSpeed's cpu_adam, fused_adam) whose compiler "
                              "failed"),
+        "hub-download": _("a model's download from the Hugging Face Hub or a mirror that timed out or was cut: "
+                          "the host and the file"),
+        "driver-too-old": _("a GPU driver older than the CUDA or ROCm runtime torch was built with: both versions"),
+        "lora-target": _("LoRA target modules the model does not have: the names it has, from its folder or its "
+                         "family"),
+        "cache-dir-unwritable": _("a library's cache or database folder that is missing or not writable (MIOpen, "
+                                  "Triton, torch extensions): the variable that moves it"),
     }
     lines += [f"- `{fid}`: {text}" for fid, text in about.items()] + [""]
     lines += ["### " + _("Seen upstream"), "", _("A root line like one of these also shows the thread and its fix:"),
