@@ -60,6 +60,10 @@ def register(sub, add_common) -> list[str]:
     add_common(p)
     p.add_argument("run", metavar="RUN", help=_("run id or prefix"))
     p.add_argument("--detach", action="store_true", help=_("start and return at once"))
+    p.add_argument("--gpus", type=int, metavar="N",
+                   help=_("resume on N GPUs (processes) per node; a ZeRO checkpoint saved by another number is "
+                          "converted to DeepSpeed's universal checkpoint"))
+    p.add_argument("--nodes", type=int, metavar="N", help=_("resume on N nodes (a Slurm run)"))
     p.set_defaults(handler=run_resume)
     return ["train", "runs", "monitor", "stop", "resume"]
 
@@ -165,7 +169,8 @@ def run_resume(args) -> int:
     from core.train.runs import find_run
 
     ws = workspace(args)
-    record = resume_run(ws, find_run(ws, args.run).id)
+    record = resume_run(ws, find_run(ws, args.run).id, gpus=args.gpus, nodes=args.nodes,
+                        progress=lambda m: print(m, file=sys.stderr))
     print(_("resuming from {checkpoint}", checkpoint=record.resume_checkpoint))
     return _started(ws, record, args.detach)
 

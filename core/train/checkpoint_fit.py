@@ -9,8 +9,10 @@ What HF Trainer / DeepSpeed write into `checkpoint-N/` (seen on real runs of LLa
     global_stepN/zero_pp_rank_R_mp_rank_00_model_states.pt    ZeRO-3: the model sharded, one file per rank
     global_stepN/mp_rank_00_model_states.pt + *zero_pp_rank_R_mp_rank_00_optim_states.pt   ZeRO-1/2
 
-DeepSpeed loads a ZeRO checkpoint only with the same number of ranks (the optimizer is sharded); HF Trainer
-loads a DeepSpeed checkpoint only under DeepSpeed, and a non-DeepSpeed one only without it.
+DeepSpeed loads a ZeRO checkpoint only with the same number of ranks (the optimizer is sharded), unless it was
+converted to DeepSpeed's universal checkpoint (global_stepN_universal/, named by latest_universal; core.train.universal)
+and the DeepSpeed config loads that (`checkpoint.load_universal`): a universal checkpoint fits any number of ranks.
+HF Trainer loads a DeepSpeed checkpoint only under DeepSpeed, and a non-DeepSpeed one only without it.
 """
 
 from __future__ import annotations
@@ -33,11 +35,13 @@ class CheckpointShape:
 
 def checkpoint_shape(checkpoint: Path) -> CheckpointShape:
     adapter = (checkpoint / "adapter_config.json").is_file()
-    steps = [d for d in checkpoint.glob("global_step*") if d.is_dir()]
+    from core.train.universal import zero_step_folder
+
+    step = zero_step_folder(checkpoint)
     zero, ranks = None, set()
-    if steps:
+    if step is not None:
         sharded_model = False
-        for path in steps[0].iterdir():
+        for path in step.iterdir():
             match = _RANK_FILE.search(path.name)
             if match:
                 ranks.add(int(match.group(1)))
@@ -49,8 +53,11 @@ def checkpoint_shape(checkpoint: Path) -> CheckpointShape:
     return CheckpointShape(adapter, zero, len(ranks) or None)
 
 
-def fit_problems(checkpoint: Path, spec) -> list[str]:
-    """Why `spec` cannot resume `checkpoint` ([]: it can), each in words that say what to change."""
+def fit_problems(checkpoint: Path, spec, *, loads_universal: bool = False) -> list[str]:
+    """Why `spec` cannot resume `checkpoint` ([]: it can), each in words that say what to change.
+    `loads_universal`: the spec's DeepSpeed JSON loads universal checkpoints (`checkpoint.load_universal`)."""
+    from core.train.universal import universal_folder
+
     shape = checkpoint_shape(checkpoint)
     problems = []
     wants_adapter = spec.finetuning_type in ("lora", "qlora") or bool(getattr(spec, "is_qlora", False))
@@ -67,8 +74,10 @@ def fit_problems(checkpoint: Path, spec) -> list[str]:
         problems.append(_("{ck} was saved {saved}, this config runs {now}: DeepSpeed loads only the layout it "
                           "saved", ck=checkpoint.name, saved=saved, now=now))
     world = spec.launch.world_size
-    if shape.zero_stage is not None and shape.world_size and shape.world_size != world:
+    universal = loads_universal and universal_folder(checkpoint) is not None  # fits any number of ranks
+    if shape.zero_stage is not None and shape.world_size and shape.world_size != world and not universal:
         problems.append(_("{ck} was saved by {saved} ranks, this config runs {now}: a ZeRO checkpoint's "
-                          "optimizer is sharded per rank; resume with {saved} (--gpus/--nodes)",
-                          ck=checkpoint.name, saved=shape.world_size, now=world))
+                          "optimizer is sharded per rank and DeepSpeed loads it only on {saved}; `devtune resume RUN "
+                          "--gpus N` (or --nodes) converts it to DeepSpeed's universal checkpoint, which any number "
+                          "of ranks loads", ck=checkpoint.name, saved=shape.world_size, now=world))
     return problems

@@ -85,9 +85,13 @@ def _wait_for(predicate, timeout: float, interval: float = 0.25) -> bool:
     return predicate()
 
 
-def resume_run(ws: Workspace, run_id: str) -> RunRecord:
-    """Start a new run that continues `run_id` from its last checkpoint (same config and output_dir), once
-    the checkpoint fits the run's config (core.train.checkpoint_fit: method, ZeRO stage, world size)."""
+def resume_run(ws: Workspace, run_id: str, *, gpus: int | None = None, nodes: int | None = None,
+               progress=None) -> RunRecord:
+    """Start a new run that continues `run_id` from its last checkpoint (same output_dir), once the checkpoint fits
+    (core.train.checkpoint_fit: method, ZeRO stage, world size). `gpus` / `nodes`: resume on another number of ranks
+    per node / of nodes (core.train.universal: a ZeRO checkpoint goes through DeepSpeed's universal checkpoint; one
+    saved without DeepSpeed loads as it is). The resumed run trains with its own copy of the config."""
+    say = progress or (lambda _m: None)
     old = refresh(run_dir(ws, run_id))
     if old.active:
         raise RunError(_("run {id} is still {status}; stop it first", id=old.id, status=status_label(old.status)))
@@ -104,45 +108,72 @@ def resume_run(ws: Workspace, run_id: str) -> RunRecord:
     if done:
         raise RunError(_("run {id} has nothing left to train: {reason}. Merge it (`devtune merge {id}`), or train "
                          "for longer with a new run", id=old.id, reason=done))
-    if old.config:
-        from core.config.files import load_spec
-        from core.train.checkpoint_fit import fit_problems
-
-        try:
-            spec = load_spec(ws, old.config)
-        except Exception as exc:  # noqa: BLE001 - any unreadable config is the same answer
-            raise RunError(_("cannot read run {id}'s config {path}: {error}", id=old.id, path=old.config,
-                             error=str(exc))) from exc
-        problems = fit_problems(checkpoint, spec)
-        if problems:
-            raise RunError(_("{ck} cannot be resumed by run {id}'s config: {why}", ck=ws.rel(checkpoint), id=old.id,
-                             why="; ".join(problems)))
     extra = [f"resume_from_checkpoint={ws.rel(checkpoint)}", "overwrite_output_dir=false"]
     base = old.id.split("-resume")[0]
     label = f"{base[16:] or 'run'}-resume"
-    if old.launcher == "slurm":
-        return _resume_on_slurm(ws, old, label, extra, checkpoint)
-    argv = [a for a in old.argv if not a.startswith(("resume_from_checkpoint=", "overwrite_output_dir="))]
-    return start_run(ws, argv + extra, env=old.env, label=label, config=old.config,
-                     source_config=old.source_config, output_dir=old.output_dir, kind=old.kind,
-                     resume_of=old.id, resume_checkpoint=ws.rel(checkpoint))
-
-
-def _resume_on_slurm(ws: Workspace, old: RunRecord, label: str, extra: list[str], checkpoint: Path) -> RunRecord:
-    """The old run's Slurm job submitted again (preflight included), continuing from `checkpoint`."""
+    if not old.config:
+        if gpus is not None or nodes is not None:
+            raise RunError(_("run {id} has no config on record, so its number of ranks cannot be changed; resume it "
+                             "without --gpus/--nodes", id=old.id))
+        argv = [a for a in old.argv if not a.startswith(("resume_from_checkpoint=", "overwrite_output_dir="))]
+        return start_run(ws, argv + extra, env=old.env, label=label, output_dir=old.output_dir, kind=old.kind,
+                         resume_of=old.id, resume_checkpoint=ws.rel(checkpoint))
     import shutil
 
     from core.config.files import load_spec
+    from core.train.checkpoint_fit import checkpoint_shape, fit_problems
+    from core.train.universal import UniversalError
+    from core.train.universal_resume import prepare
+
+    try:
+        spec = load_spec(ws, old.config)
+    except Exception as exc:  # noqa: BLE001 - any unreadable config is the same answer
+        raise RunError(_("cannot read run {id}'s config {path}: {error}", id=old.id, path=old.config,
+                         error=str(exc))) from exc
+    shape = checkpoint_shape(checkpoint)
+    directory = reserve_run_dir(ws, label)
+    try:
+        setup = prepare(ws, old, spec, checkpoint, directory, gpus=gpus, nodes=nodes, saved_ranks=shape.world_size,
+                        say=say)
+        from core.config.yaml_out import deepspeed_path
+        from core.train.universal import loads_universal
+
+        ds = deepspeed_path(setup.spec)
+        problems = fit_problems(checkpoint, setup.spec, loads_universal=loads_universal(ws.abs(ds) if ds else None))
+        if problems:
+            raise RunError(_("{ck} cannot be resumed by run {id}'s config: {why}", ck=ws.rel(checkpoint), id=old.id,
+                             why="; ".join(problems)))
+    except (RunError, UniversalError):
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
+    except (OSError, ValueError) as exc:
+        shutil.rmtree(directory, ignore_errors=True)
+        raise RunError(str(exc)) from exc
+    if old.launcher == "slurm":
+        return _resume_on_slurm(ws, old, directory, extra, checkpoint, setup)
+    return start_run(ws, [old.argv[0], "train", setup.config, *extra], env=setup.env,
+                     directory=directory, config=setup.config, source_config=old.source_config,
+                     output_dir=old.output_dir, kind=old.kind, resume_of=old.id, resume_checkpoint=ws.rel(checkpoint))
+
+
+def _resume_on_slurm(ws: Workspace, old: RunRecord, directory: Path, extra: list[str], checkpoint: Path,
+                     setup) -> RunRecord:
+    """The old run's Slurm job submitted again (preflight included) on the resume's nodes, continuing from
+    `checkpoint` with the resume's own config."""
+    import shutil
+
     from core.train.slurm import SlurmError
     from core.train.slurm_launch import preflight_files, resubmit
 
-    directory = reserve_run_dir(ws, label)
+    launch = setup.spec.launch
     try:
-        files = preflight_files(ws, load_spec(ws, old.config), old.config) if old.config else []
-        job, job_id, waiter = resubmit(run_dir(ws, old.id), directory, extra, files)
+        files = preflight_files(ws, setup.spec, setup.config)
+        job, job_id, waiter = resubmit(run_dir(ws, old.id), directory, extra, files, config=setup.config,
+                                       nodes=launch.nnodes, env=setup.env,
+                                       gpus_per_node=launch.gpus_per_node if launch.device == "gpu" else 0)
     except (SlurmError, OSError, ValueError) as exc:
         shutil.rmtree(directory, ignore_errors=True)
         raise RunError(str(exc)) from exc
-    return start_run(ws, waiter, env=old.env, directory=directory, config=old.config,
+    return start_run(ws, waiter, env=setup.env, directory=directory, config=setup.config,
                      source_config=old.source_config, output_dir=old.output_dir, kind=old.kind, resume_of=old.id,
                      resume_checkpoint=ws.rel(checkpoint), launcher="slurm", job_id=job_id, nodes=job.nodes)

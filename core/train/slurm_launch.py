@@ -98,15 +98,26 @@ def _n_nodes(n: int) -> str:
               "checking that the {n} nodes have the same software and data (srun preflight)", n)
 
 
-def resubmit(old_directory: Path, directory: Path, extra_args: list[str], files: list[str], *, say=None):
+def resubmit(old_directory: Path, directory: Path, extra_args: list[str], files: list[str], *, say=None,
+             config: str | None = None, nodes: int | None = None, env: dict[str, str] | None = None,
+             gpus_per_node: int | None = None):
     """The job of an earlier run again (for a resume), into a new run folder, with `extra_args` appended to
-    the trainer's command line. Returns (SlurmJob, job id, the waiter's argv)."""
+    the trainer's command line; `config` (the resume's own YAML), `nodes`, `env` and `gpus_per_node` replace the
+    old job's. Returns (SlurmJob, job id, the waiter's argv)."""
     data = json.loads((old_directory / JOB_FILE).read_text(encoding="utf-8"))
     job = SlurmJob(**data)
     job.run_dir = str(directory)
     job.name = f"devtune-{directory.name}"[:60]
     job.argv = [a for a in job.argv if not a.startswith(("resume_from_checkpoint=", "overwrite_output_dir="))]
+    if config is not None and len(job.argv) >= 3 and job.argv[1] == "train":
+        job.argv = [job.argv[0], "train", config, *job.argv[3:]]
     job.argv += extra_args
+    if nodes is not None:
+        job.nodes = nodes
+    if env is not None:
+        job.env = {k: v for k, v in env.items() if k not in RENDEZVOUS}
+    if gpus_per_node is not None:
+        job.gpus_per_node = gpus_per_node
     job.master_port = _free_port()
     return (job, *submit_job(job, directory, files, say=say))
 
