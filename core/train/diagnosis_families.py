@@ -45,7 +45,8 @@ class FamilyFinding:
 FAMILIES = ("version-skew", "resource-exhaustion", "rendezvous-network", "gpu-runtime-abort", "device-mismatch",
             "no-trainable-grad", "native-heap-corruption", "embedding-index", "interconnect", "collective-timeout",
             "checkpoint-file", "precision", "dataset-format", "extension-build",  # these eight: _setup
-            "hub-download", "driver-too-old", "lora-target", "cache-dir-unwritable")  # these: _machine
+            "hub-download", "driver-too-old", "lora-target", "cache-dir-unwritable",  # these: _machine
+            "config-contradiction", "missing-dependency")  # these two: _config
 SITE = re.compile(r"(?:site|dist)-packages/([A-Za-z_][\w]*)/")
 IMPORT_NAME = re.compile(r"cannot import name '(\w+)' from '([\w.]+)'")
 NO_SUBMODULE = re.compile(r"No module named '(\w+(?:\.\w+)+)'")

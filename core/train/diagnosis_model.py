@@ -38,6 +38,8 @@ class Diagnosis:
 
 def exit_evidence(code: int | None, sig: str | None = None) -> LogEvidence:
     sig = sig or signal_name(code)
+    if sig and code is None:
+        return LogEvidence(_("exit status"), None, _("the trainer ended with {signal}", signal=sig))
     if sig:
         return LogEvidence(_("exit status"), None, _("the trainer exited with {code} ({signal})", code=code,
                                                      signal=sig))

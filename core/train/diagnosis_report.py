@@ -1,11 +1,14 @@
 """A failed run's diagnosis completed by its family and the upstream thread it matches.
 
 core.train.failures ranks the rules' diagnoses and names the root exception; then `with_family`:
-- asks core.train.diagnosis_families_machine, core.train.diagnosis_families (then diagnosis_families_setup) which family the root line belongs to, with this run's facts; the family's
+- asks core.train.diagnosis_families_config (a config that contradicts itself or the machine, with the run's own
+  settings), core.train.diagnosis_families_machine, core.train.diagnosis_families (then diagnosis_families_setup)
+  which family the root line belongs to, with this run's facts; the family's
   diagnosis comes first when no rule explained the root (only the generic root-cause one, or a symptom), or
   when it overrides the rule that did (a full /dev/shm is no full disk), and second otherwise;
 - quotes the known upstream thread (core.train.known_issues) on the first diagnosis: "seen upstream: <link>"
   with that thread's fix.
+- makes each rule's machine-specific advice agree with the machine the log describes (core.train.diagnosis_advice).
 The Train step, `devtune diagnose` and `devtune monitor` all get their diagnosis through here.
 """
 
@@ -14,7 +17,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.i18n import _
+from core.train.diagnosis_advice import agree_with_log
 from core.train.diagnosis_families import family_finding
+from core.train.diagnosis_families_config import RunSettings, config_finding
 from core.train.diagnosis_families_machine import machine_finding
 from core.train.diagnosis_families_setup import setup_finding
 from core.train.diagnosis_model import Diagnosis, LogEvidence, exception_evidence, where_evidence
@@ -64,15 +69,20 @@ def _native_before(logs: list[tuple[str, list[tuple[int, str]]]], cause: RootCau
 
 
 def with_family(found: list[Diagnosis], cause: RootCause, logs: list[tuple[str, list[tuple[int, str]]]],
-                stop_requested: bool = False, *, python: str | None = None) -> list[Diagnosis]:
+                stop_requested: bool = False, *, python: str | None = None,
+                settings: RunSettings | None = None) -> list[Diagnosis]:
     if not found or stop_requested:
         return found
+    frames, log_text = _context(logs, cause)
+    agree_with_log(found, log_text)
     exc = cause.exception
     if exc is None and cause.signal != "SIGKILL":
         return found
     root = (exc.printed or exc.text) if exc is not None else cause.signal
-    frames, log_text = _context(logs, cause)
-    finding = (machine_finding(root, frames, python=python, log_text=log_text)
+    run = settings or RunSettings()
+    run.failed_ranks = run.failed_ranks or list(cause.failed_ranks)
+    finding = (config_finding(root, frames, log_text=log_text, settings=run)
+               or machine_finding(root, frames, python=python, log_text=log_text)
                or family_finding(root, frames, exit_signal=cause.signal, python=python, log_text=log_text)
                or setup_finding(root, frames, log_text=log_text))
     if finding is not None and found[0].id in finding.same_as:

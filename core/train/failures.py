@@ -116,10 +116,11 @@ def _last_piece(line: str) -> str:
 
 def diagnose_files(paths: list[str | os.PathLike], *, exit_code: int | None = None,
                    stop_requested: bool = False, last_step: tuple[int, int] | None = None,
-                   training: bool = True, python: str | None = None) -> list[Diagnosis]:
+                   training: bool = True, python: str | None = None, settings=None) -> list[Diagnosis]:
     """Diagnoses from these log files (OSError when one cannot be read), most likely first. `python`: the run's
     interpreter, whose installed packages are the facts of a version skew (default: the versions the log printed,
-    else this interpreter's)."""
+    else this interpreter's). `settings`: the run's YAML, DeepSpeed JSON, working directory and environment
+    (core.train.diagnosis_families_config.RunSettings; default: what the log printed)."""
     merged: dict[str, tuple[list[LogEvidence], float]] = {}
     logs = []
     for path in paths:
@@ -130,7 +131,8 @@ def diagnose_files(paths: list[str | os.PathLike], *, exit_code: int | None = No
             prev_ev, prev_pos = merged.get(rule_id, ([], 0.0))
             merged[rule_id] = (prev_ev + evidence, max(prev_pos, pos))
     cause = find_root_cause(logs, exit_code=exit_code, last_step=last_step, training=training)
-    return with_family(_rank(merged, exit_code, stop_requested, cause), cause, logs, stop_requested, python=python)
+    return with_family(_rank(merged, exit_code, stop_requested, cause), cause, logs, stop_requested, python=python,
+                       settings=settings)
 
 
 def diagnose_text(text: str, name: str = "log", *, exit_code: int | None = None,
@@ -143,7 +145,7 @@ def diagnose_text(text: str, name: str = "log", *, exit_code: int | None = None,
 
 def diagnose_run(run_dir: str | os.PathLike, output_dir: str | os.PathLike | None = None, *,
                  exit_code: int | None = None, stop_requested: bool = False,
-                 training: bool = True, python: str | None = None) -> list[Diagnosis]:
+                 training: bool = True, python: str | None = None, settings=None) -> list[Diagnosis]:
     """A devtune run folder: stderr.log, stdout.log (and LLaMA-Factory's running_log.txt when present).
     `training=False` for an export run (no steps in its logs)."""
     run_dir = Path(run_dir)
@@ -152,7 +154,7 @@ def diagnose_run(run_dir: str | os.PathLike, output_dir: str | os.PathLike | Non
         paths.append(Path(output_dir) / "running_log.txt")
     step = last_logged_step(Path(output_dir)) if output_dir is not None else None
     return diagnose_files(paths, exit_code=exit_code, stop_requested=stop_requested, last_step=step,
-                          training=training, python=python)
+                          training=training, python=python, settings=settings)
 
 
 def diagnose_record(ws, record, *, exit_code: int | None = None, stop_requested: bool = False) -> list[Diagnosis]:
@@ -160,6 +162,7 @@ def diagnose_record(ws, record, *, exit_code: int | None = None, stop_requested:
     logs and output folder, its own exit code unless `exit_code` says another, a stop asked by the person or
     by its record, and an export run read as one; advice the run's machine cannot use is replaced by what holds
     there (core.train.failure_facts). A run that finished well has nothing to diagnose."""
+    from core.train.diagnosis_families_config import record_settings
     from core.train.failure_facts import agree_with_machine, ran_on_cpu
     from core.train.runs import RunStatus, run_dir
 
@@ -169,7 +172,8 @@ def diagnose_record(ws, record, *, exit_code: int | None = None, stop_requested:
     found = diagnose_run(directory, ws.abs(record.output_dir) if record.output_dir else None,
                          exit_code=record.exit_code if exit_code is None else exit_code,
                          stop_requested=stop_requested or record.stop_requested is not None,
-                         training=record.kind != "export", python=run_python(record))
+                         training=record.kind != "export", python=run_python(record),
+                         settings=record_settings(ws, record))
     return agree_with_machine(found, on_cpu=ran_on_cpu(record, directory), config=record.source_config)
 
 

@@ -7,7 +7,8 @@ What is read:
 - Python tracebacks, also when every line carries torchrun's `[rankN]:` (or `[defaultN]:`) prefix, so each
   rank's traceback is read on its own even where the ranks' lines interleave. A chained traceback ("During
   handling of the above exception...", "The above exception was the direct cause...") counts from its first
-  exception: that is what went wrong first.
+  exception: that is what went wrong first; unless the last one sums up a lookup of several places ("X is not a
+  local folder and is not a valid model identifier", raised from the Hub's 401): it names what was asked for.
 - Wrappers are never the cause: torchrun's `ChildFailedError`, LLaMA-Factory's launcher `CalledProcessError`,
   `SystemExit`. torchrun's summary block ("Root Cause (first observed failure)") says which rank on which
   host failed first, with its exit code or signal, and that rank's first exception is the root cause.
@@ -50,6 +51,9 @@ DUMP_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+) in (\S+)')
 TERMINATE = re.compile(r"terminate called after throwing an instance of '([^']+)'")
 WHAT = re.compile(r"^\s*what\(\):\s+(.*)$")
 RAISED_FROM = re.compile(r"^Exception raised from .+ \(most recent call first\):$")
+# an error that sums up a lookup of several places (a local folder, then the Hub), raised from the last place's
+# error: the summary names what the person gave, the HTTP error before it only the last place tried
+LOOKED_EVERYWHERE = re.compile(r"is not a local folder and is not a valid model identifier")
 CRASH_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGABRT")  # the process itself crashed
 
 
@@ -211,6 +215,8 @@ def _chain_root(chain: list[tuple[RaisedException, str | None]]) -> RaisedExcept
     """The exception that caused the last one: back from the last along "direct cause" links (an exception
     raised while handling another is a new error, so a "during handling" link stops the walk)."""
     i = len(chain) - 1
+    if LOOKED_EVERYWHERE.search(chain[i][0].message) and not chain[i][0].wrapper:
+        return chain[i][0]  # the lookup's own summary: every place it tried failed (the HTTP errors are one of them)
     while i > 0 and chain[i - 1][1] == "cause" and not chain[i - 1][0].wrapper:
         i -= 1
     while i < len(chain) - 1 and chain[i][0].wrapper:

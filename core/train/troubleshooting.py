@@ -127,6 +127,13 @@ def _families() -> list[str]:
                          "family"),
         "cache-dir-unwritable": _("a library's cache or database folder that is missing or not writable (MIOpen, "
                                   "Triton, torch extensions): the variable that moves it"),
+        "config-contradiction": _("a run's settings that contradict each other or the machine (more processes "
+                                  "than GPUs, ZeRO-3 with quantization, a fixed DeepSpeed batch size, a relative "
+                                  "dataset_dir, a text corpus for sft, fp16 weights, FlashAttention-2 before "
+                                  "Ampere, an adapter path holding a full model, a local path read as a Hub id): "
+                                  "the two settings and which to change"),
+        "missing-dependency": _("an optional package the error names (sentencepiece, tiktoken, protobuf): the "
+                                "pip install"),
     }
     lines += [f"- `{fid}`: {text}" for fid, text in about.items()] + [""]
     lines += ["### " + _("Seen upstream"), "", _("A root line like one of these also shows the thread and its fix:"),
