@@ -68,7 +68,7 @@ class MergeScreen(StepScreen):
             yield titled(Input("5", placeholder="GB", id="merge-size", type="integer"), _("shard GB"))
             yield Select([(_("device: cpu"), "cpu"), (_("device: auto"), "auto")], value="cpu", allow_blank=False,
                          id="merge-device")
-            yield Select([(_("no GGUF"), "")] + [(f"GGUF {q}", q) for q in GGUF_TYPES], value="",
+            yield Select([(_("GGUF: none"), "")] + [(f"GGUF: {q}", q) for q in GGUF_TYPES], value="",
                          allow_blank=False, id="merge-gguf")
             yield Checkbox(_("replace"), id="merge-force")
             yield Button(_("Merge"), id="merge-go", variant="primary")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 
+from core.errors import EXIT_OK
 from core.i18n import _
 
 
@@ -87,7 +88,7 @@ def run_add(args) -> int:
     else:
         print(_("added {name} ({fmt}) → {to}; `devtune notify test {name}` tries it", name=added.name,
                 fmt=added.format, to=added.shown()))
-    return 0
+    return EXIT_OK
 
 
 def run_list(args) -> int:
@@ -97,13 +98,13 @@ def run_list(args) -> int:
     targets = load_targets(workspace(args))
     if args.json:
         emit_json({"targets": [t.public() for t in targets]})
-        return 0
+        return EXIT_OK
     if not targets:
         print(_("no notify targets; add one with `devtune notify add URL --format FORMAT`"))
     for t in targets:
         signed = " · " + _("signed") if t.secret_env or t.secret_file else ""
         print(f"{t.name}\t{t.format}\t{t.shown()}\t{','.join(t.events)}{signed}")
-    return 0
+    return EXIT_OK
 
 
 def run_remove(args) -> int:
@@ -112,7 +113,7 @@ def run_remove(args) -> int:
 
     gone = remove_target(workspace(args), args.name)
     print(_("removed {name}", name=gone.name))
-    return 0
+    return EXIT_OK
 
 
 def run_test(args) -> int:
@@ -129,4 +130,4 @@ def run_test(args) -> int:
     missed = [d.target for d in sent if not d.arrived]
     if missed:
         raise Failed(_("not delivered to {targets}; the lines above say why", targets=", ".join(missed)))
-    return 0
+    return EXIT_OK

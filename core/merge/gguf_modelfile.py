@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from core.errors import Refused
 from core.merge.chat_template import PROBES, TemplateRenderError, probe_messages, render
 
 MARK = "\x00devtune-content\x00"
@@ -31,7 +32,7 @@ class TemplatePieces:
     generation: str  # what add_generation_prompt appends
 
 
-class ModelfileError(ValueError):
+class ModelfileError(Refused):
     """The chat template cannot be written as an Ollama template; the message says where it differs."""
 
 

@@ -13,7 +13,10 @@ from core.settings import Preferences, Settings, current, load, peek, theme, var
 
 ROOT = Path(__file__).resolve().parents[2]
 # DEVTUNE_LANG: read by core.i18n before the parser is built (see core/settings.py's docstring).
-ALLOWED = {ROOT / "core" / "settings.py", ROOT / "core" / "i18n" / "__init__.py"}
+# core/train/rank_site/sitecustomize.py runs inside each training rank before anything is imported: it cannot
+# import devtune (the rank's interpreter need not find it), so it reads the one variable launch.py sets itself
+ALLOWED = {ROOT / "core" / "settings.py", ROOT / "core" / "i18n" / "__init__.py",
+           ROOT / "core" / "train" / "rank_site" / "sitecustomize.py"}
 
 
 def test_variables_are_read_typed_and_blank_means_unset():

@@ -35,6 +35,7 @@ assistant columns tags formatting sharegpt messages auto true false yes none nul
 bit cmake nvcc python worker cache Jinja logit gated rendezvous pyarrow rccl pytorch bashrc huggingface killer
 fused Adam supervisor traceback schema alpha dropout ptrace Enter Esc Lines stdout stderr pid cpu
 platform access rocm nvidia env libraries serving multigpu toolchain Markdown Word docx html pdf chatlog
+xlsx xls ods pptx epub
 """.split())
 
 PLACEHOLDER = re.compile(r"\{[^{}]*\}|%\(\w+\)[srd]")

@@ -28,7 +28,7 @@ class RunTable(DataTable):
     }
     """
     BINDINGS = [
-        Binding("space", "mark", _("Mark run"), id="train.mark", tooltip=_("mark or unmark the run to compare it")),
+        Binding("space", "mark", _("Mark run"), key_display=_("Space"), id="train.mark", tooltip=_("mark or unmark the run to compare it")),
         Binding("m", "compare", _("Compare runs"), id="train.compare",
                 tooltip=_("compare the marked runs side by side: curves, parameters, evals")),
         Binding("s", "next_sort", _("Sort runs"), id="train.sort",
