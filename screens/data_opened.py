@@ -16,6 +16,7 @@ from textual.widgets import Button, Static
 from core.i18n import _
 from screens.base import Job
 from tui.widgets.background import BackgroundWork
+from tui.widgets.terms import with_terms
 
 
 class OpenedNote(BackgroundWork, Vertical):
@@ -77,7 +78,7 @@ class OpenedNote(BackgroundWork, Vertical):
         if opened is None:
             return
         self.line = line or opened.line
-        self.query_one("#data-detected", Static).update(_("detected: {summary}", summary=self.line))
+        self.query_one("#data-detected", Static).update(with_terms(_("detected: {summary}", summary=self.line)))
         self.query_one("#data-roles", Button).display = opened.kind == TRANSCRIPT and bool(opened.speakers)
 
     def ask_roles(self) -> bool:

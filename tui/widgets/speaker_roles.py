@@ -13,6 +13,7 @@ from textual.widgets import Button, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
 from core.i18n import _
+from tui.widgets.terms import with_terms
 
 
 class SpeakerRolesScreen(ModalScreen[list[str] | None]):
@@ -57,7 +58,7 @@ class SpeakerRolesScreen(ModalScreen[list[str] | None]):
         with Vertical():
             yield Static(_("Who answers? Tick the agents (space); the speakers left unticked are customers, who ask."),
                          id="roles-question")
-            yield Static(_("detected: {summary}", summary=self.detected), id="roles-detected", markup=False)
+            yield Static(with_terms(_("detected: {summary}", summary=self.detected)), id="roles-detected")
             yield SelectionList[str](*(Selection(self._label(s), s.name, s.agent) for s in self.speakers),
                                      id="roles-list")
             with Horizontal(classes="roles--buttons"):
