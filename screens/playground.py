@@ -79,7 +79,8 @@ class PlaygroundScreen(StepScreen):
             with Vertical(id="pg-left"):
                 yield titled(Input(placeholder=_("default: the latest export"), id="pg-model"), _("model folder"))
                 with Horizontal(id="pg-server-row"):
-                    yield Select([(_("backend: vLLM"), "vllm"), (_("backend: llamafactory api"), "llamafactory")],
+                    yield Select([(_("backend: vLLM"), "vllm"), (_("backend: llamafactory api"), "llamafactory"),
+                                  (_("backend: llama.cpp (GGUF)"), "llamacpp")],  # core.serve.backend_llamacpp
                                  prompt=_("backend: auto"), id="pg-backend")
                     yield titled(Input("1", id="pg-tp", type="integer"), _("GPUs"))
                     yield titled(Input(placeholder=_("auto"), id="pg-port", type="integer"), _("port"))

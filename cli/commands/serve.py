@@ -18,12 +18,14 @@ def register(sub, add_common) -> list[str]:
                       "wait until it answers. With --json, print {id, url, model, backend, pid, ...} once it is "
                       "ready."))
     add_common(p)
-    p.add_argument("model", metavar="MODEL", nargs="?", help=_("merged model folder (default: the latest export)"))
+    p.add_argument("model", metavar="MODEL", nargs="?",
+                   help=_("merged model folder, or a GGUF folder or file (default: the latest export)"))
     p.add_argument("--lora", metavar="RUN",
                    help=_("serve a LoRA run's base model with its adapter beside it (vLLM --enable-lora): one server "
                           "answers as the base and as the tuned model, for `devtune eval`"))
-    p.add_argument("--backend", choices=("vllm", "llamafactory"),
-                   help=_("vllm (default when installed) or llamafactory (huggingface backend)"))
+    p.add_argument("--backend", choices=("vllm", "llamafactory", "llamacpp"),
+                   help=_("vllm (default when installed), llamafactory (huggingface backend), or llamacpp (a GGUF "
+                          "folder or file: llama.cpp's server, the default for one)"))
     p.add_argument("--tp", type=int, default=1, metavar="N",
                    help=_("tensor-parallel size: GPUs per model (default 1)"))
     p.add_argument("--port", type=int, default=0, metavar="P", help=_("port (default: a free one)"))
@@ -106,7 +108,7 @@ def run_serve(args) -> int:
     # core's own errors pass as they are: a plan refused (ServePlanError, exit 2), a launch refused
     # (LaunchRefused, exit 1); the Playground says the same ones
     if args.lora:
-        if args.model or args.backend == "llamafactory":
+        if args.model or args.backend not in (None, "vllm"):
             raise BadInput(_("--lora serves the run's own base model with vLLM; leave out MODEL and --backend"))
         opts, lora_run, notes = plan_lora_server(ws, args.lora, port=args.port, host=args.host, dtype=args.dtype,
                                                  max_model_len=args.max_model_len,

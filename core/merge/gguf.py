@@ -85,6 +85,20 @@ def find_tools(root: Path | None = None) -> GgufTools | None:
     return GgufTools(python, converter) if python.is_file() and converter.is_file() else None
 
 
+def find_gguf(folder: Path) -> Path | None:
+    """The GGUF the folder's Modelfile names (the latest converted), else the newest."""
+    folder = Path(folder)
+    try:
+        first = (folder / "Modelfile").read_text(encoding="utf-8").splitlines()[0]
+    except (OSError, IndexError):
+        first = ""
+    named = folder / first[len("FROM ./"):] if first.startswith("FROM ./") else None
+    if named is not None and named.is_file():
+        return named
+    files = sorted(folder.glob("*.gguf"), key=lambda p: p.stat().st_mtime)
+    return files[-1] if files else None
+
+
 def missing_tools_message(quant: str) -> str:
     return _("GGUF {quant} needs llama.cpp (llama-cpp-python built from source, its converter and the gguf "
              "package) in {env}: run `make gguf-env` in {root} (4 to 10 minutes on 2 cores)",

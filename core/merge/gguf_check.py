@@ -28,6 +28,7 @@ from pydantic import Field
 from core.i18n import _, said
 from core.i18n.kept_words import KeptWords
 from core.merge.export_check import FAIL, OK, WARN, ExportFinding, compare_templates, lf_reference, report_dir
+from core.merge.gguf import find_gguf  # noqa: F401 (in gguf.py, a leaf the serve plan reads too)
 from core.workspace.layout import Workspace
 
 # the least top-token agreement each type must keep (measured on the tiny model: docs/merge-and-serve.md)
@@ -72,20 +73,6 @@ def quant_of(path: Path) -> str:
 
     stem = Path(path).stem
     return next((q for q in QUANTS if stem.endswith("-" + q)), stem.rsplit("-", 1)[-1])
-
-
-def find_gguf(folder: Path) -> Path | None:
-    """The GGUF the folder's Modelfile names (the latest converted), else the newest."""
-    folder = Path(folder)
-    try:
-        first = (folder / "Modelfile").read_text(encoding="utf-8").splitlines()[0]
-    except (OSError, IndexError):
-        first = ""
-    named = folder / first[len("FROM ./"):] if first.startswith("FROM ./") else None
-    if named is not None and named.is_file():
-        return named
-    files = sorted(folder.glob("*.gguf"), key=lambda p: p.stat().st_mtime)
-    return files[-1] if files else None
 
 
 def save_gguf_report(ws: Workspace, report: GgufReport) -> Path:

@@ -7,6 +7,7 @@
   The API key goes in `VLLM_API_KEY` (the environment, not argv: argv is visible in `ps` and recorded).
 - `llamafactory`: `llamafactory-cli api <yaml>` (huggingface backend) from the training environment,
   for machines without vLLM. Its host defaults to 0.0.0.0, so API_HOST is always set.
+- `llamacpp`: llama.cpp's server for a GGUF, from `.venv-gguf` (core.serve.backend_llamacpp).
 
 Nothing here starts a process (core.serve.servers does) or imports vLLM.
 """
@@ -26,7 +27,7 @@ from core.i18n import _
 from core.processes.helpers import run_helper
 
 ROOT = Path(__file__).resolve().parents[2]
-BACKENDS = ("vllm", "llamafactory")
+BACKENDS = ("vllm", "llamafactory", "llamacpp")
 VLLM_MODULE = "vllm.entrypoints.openai.api_server"
 CPU_KVCACHE_GIB = "1"
 CPU_MAX_MODEL_LEN = 2048
@@ -199,7 +200,30 @@ def llamafactory_plan(opts: ServeOptions, api_key: str) -> LaunchPlan:
                       files={"api.yaml": yaml.safe_dump(config, sort_keys=False, allow_unicode=True)}, notes=notes)
 
 
+def llamacpp_plan(opts: ServeOptions, api_key: str) -> LaunchPlan:
+    from core.serve import backend_llamacpp as lc
+
+    python = lc.server_python()
+    if python is None:
+        raise LaunchRefused(lc.missing_message())
+    gguf = lc.gguf_of(Path(opts.model))
+    if gguf is None:
+        raise LaunchRefused(_("{model} is not a GGUF file or a folder holding one; `devtune merge --gguf` writes "
+                              "exports/<name>-gguf", model=opts.model))
+    if opts.lora_modules:
+        raise LaunchRefused(_("the llamacpp backend serves one GGUF; an adapter beside its base needs vLLM"))
+    notes = [_("the llamacpp backend has no tensor parallelism; --tp is ignored")] if opts.tensor_parallel > 1 else []
+    if opts.chat_template:
+        notes.append(_("the llamacpp backend formats prompts with the chat template inside the GGUF; {file} is not "
+                       "used", file=opts.chat_template))
+    argv = lc.llamacpp_argv(python, str(gguf), opts.served_name, host=opts.host, port=opts.port,
+                            n_ctx=opts.max_model_len, gpu=has_accelerator(), extra=opts.extra_args)
+    return LaunchPlan(argv=argv, env=lc.llamacpp_env(opts.host, opts.port, api_key), notes=notes)
+
+
 def launch_plan(opts: ServeOptions, api_key: str, env: ServeEnv | None = None) -> LaunchPlan:
+    if opts.backend == "llamacpp":
+        return llamacpp_plan(opts, api_key)
     if opts.backend == "vllm":
         return vllm_plan(opts, env or serve_env(), api_key)
     if opts.backend == "llamafactory":

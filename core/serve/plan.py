@@ -1,6 +1,7 @@
 """What to serve, and how: the model folder (given, or the wizard's latest export), its served name,
-the backend (vLLM when the serving environment has it, else `llamafactory-cli api`), and the chat
-template to pass when the export check found that the tokenizer's differs from training's."""
+the backend (vLLM when the serving environment has it, else `llamafactory-cli api`; llama.cpp's server for a
+GGUF folder or file), and the chat template to pass when the export check found that the tokenizer's differs
+from training's."""
 
 from __future__ import annotations
 
@@ -31,6 +32,39 @@ def default_model(ws: Workspace) -> str:
     return ws.rel(max(candidates, key=lambda p: p.stat().st_mtime))
 
 
+def default_gguf(ws: Workspace) -> str:
+    """The newest GGUF folder in exports/ (`devtune merge --gguf` writes exports/<name>-gguf)."""
+    from core.serve.backend_llamacpp import gguf_of
+
+    folders = [p for p in ws.exports_dir.iterdir() if gguf_of(p)] if ws.exports_dir.is_dir() else []
+    if not folders:
+        raise ServePlanError(_("no GGUF in {dir}; run `devtune merge --gguf` first, or name a .gguf file",
+                               dir=ws.rel(ws.exports_dir)))
+    return ws.rel(max(folders, key=lambda p: p.stat().st_mtime))
+
+
+def plan_gguf_server(ws: Workspace, model: str | None, *, backend: str | None, port: int, host: str,
+                     max_model_len: int | None, served_name: str | None,
+                     tensor_parallel: int = 1) -> tuple[ServeOptions, list[str]]:
+    """A GGUF (a folder of `devtune merge --gguf`, or a .gguf file) served by llama.cpp's server."""
+    from core.serve.backend_llamacpp import gguf_of
+
+    if backend not in (None, "llamacpp"):
+        raise ServePlanError(_("{model} is a GGUF: it is served with --backend llamacpp (llama.cpp's server), not "
+                               "{name}", model=model, name=backend))
+    model = model or default_gguf(ws)
+    path = ws.abs(model)
+    if gguf_of(path) is None:
+        raise ServePlanError(_("{model} is not a GGUF file or a folder holding one; `devtune merge --gguf` writes "
+                               "exports/<name>-gguf", model=model))
+    name = served_name or (path.stem if path.suffix == ".gguf" else path.name)
+    notes = []
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        notes.append(_("listening on {host}: reachable from other machines (the API key is required)", host=host))
+    return ServeOptions(model=str(path), served_name=name, backend="llamacpp", host=host, port=port,
+                        tensor_parallel=tensor_parallel, max_model_len=max_model_len), notes
+
+
 def choose_backend(requested: str | None) -> tuple[str, str]:
     """(backend, note). vLLM is preferred; without it, LLaMA-Factory's API server."""
     if requested:
@@ -54,6 +88,11 @@ def plan_server(ws: Workspace, model: str | None = None, *, backend: str | None 
     """The server's options and notes for the person. Nothing is started."""
     from core.merge.export_check import load_report
 
+    from core.serve.backend_llamacpp import gguf_of
+
+    if backend == "llamacpp" or (model and gguf_of(ws.abs(model))):
+        return plan_gguf_server(ws, model, backend=backend, port=port, host=host, max_model_len=max_model_len,
+                                served_name=served_name, tensor_parallel=tensor_parallel)
     notes: list[str] = []
     model = model or default_model(ws)
     path = ws.abs(model)

@@ -82,10 +82,12 @@ def run_questions(ws: Workspace, run_ref: str | None = None, *, n: int = DEFAULT
 # ---------------------------------------------------------------- asking and scoring
 
 def run_of_server(ws: Workspace, record) -> str | None:
-    """The training run behind a served export (from its check report), when devtune merged it."""
+    """The training run behind a served export (from its check report; a GGUF's is its merged folder's), when
+    devtune merged it."""
     from core.merge.export_check import load_report
+    from core.serve.backend_llamacpp import source_model
 
-    report = load_report(ws, ws.abs(record.model))
+    report = load_report(ws, source_model(ws.abs(record.model)))
     return report.run_id if report else None
 
 
