@@ -1,5 +1,6 @@
-"""Runs of the real LLaMA-Factory on the tiny model: a graceful stop leaves a loadable adapter, and
-resume continues the step count from the last checkpoint."""
+"""Runs of the real LLaMA-Factory on the tiny model: a graceful stop leaves a loadable adapter and a full
+checkpoint at the step it stopped at (devtune's rank hook, core/train/rank_site, as every devtune run has it), and
+resume continues the step count from there."""
 
 import json
 import sys
@@ -7,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from core.train.launch import RANK_SITE
 from core.train.run_control import resume_run, stop_run
 from core.train.runs import RunStatus, refresh, run_dir, start_run
 from tests.processes import wait
@@ -29,7 +31,7 @@ def long_run_ws(long_sft_workspace):
 
 def launch(ws):
     env = {"OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "LLAMABOARD_ENABLED": "1",
-           "LLAMABOARD_WORKDIR": "saves/long"}
+           "LLAMABOARD_WORKDIR": "saves/long", "PYTHONPATH": str(RANK_SITE), "DEVTUNE_SYNCED_STOP": "1"}
     return start_run(ws, [LF, "train", "configs/train.yaml"], env=env, label="long", config="configs/train.yaml",
                      output_dir="saves/long")
 
@@ -54,7 +56,7 @@ def test_graceful_stop_saves_a_loadable_adapter_and_resume_continues(long_run_ws
     resumed = resume_run(ws, rec.id)
     assert resumed.resume_of == rec.id and resumed.resume_checkpoint.startswith("saves/long/checkpoint-")
     checkpoint_step = int(resumed.resume_checkpoint.rsplit("-", 1)[1])
-    assert checkpoint_step >= 10
+    assert checkpoint_step == stopped_at  # saved where it stopped, not at the last save_steps (10, 20, ...)
     before = len(logged_steps(log))
     assert wait(lambda: len(logged_steps(log)) >= before + 3)
     new_steps = logged_steps(log)[before:]

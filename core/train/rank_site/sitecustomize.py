@@ -1,8 +1,8 @@
 """devtune's hook in each rank of a training run: every rank stops at the same step.
 
 core.train.launch puts this folder first on the trainer's PYTHONPATH (with DEVTUNE_SYNCED_STOP=1), so Python
-runs this file when each of the run's processes starts. It does nothing unless the process is a rank that
-torchrun started (LOCAL_RANK is set) and the variable asks for it.
+runs this file when each of the run's processes starts. It does nothing unless the variable asks for it; in a
+process that never trains (torchrun, llamafactory-cli's launcher) the patched handler is simply never called.
 
 Why: LLaMA-Factory's graceful stop (SIGABRT with LLAMABOARD_ENABLED, its LogCallback) sets a flag in the rank
 that received the signal, and the trainer ends its loop at that rank's next step end. The signal reaches
@@ -15,6 +15,11 @@ after the callbacks' on_step_end, transformers' CallbackHandler returns a contro
 maximum over the ranks (one all_reduce of one number per optimizer step, on the rank's device). A stop asked
 for in the middle of gradient accumulation (on_substep_end) waits for that step's end, where it is agreed.
 
+A stop also saves a full checkpoint: the agreed stop sets should_save, so the Trainer's _maybe_log_save_evaluate
+(right after on_step_end) writes checkpoint-<step> (weights or adapter, optimizer, scheduler, RNG) on every rank
+at that same step (ZeRO-3's save is collective), and a resume goes on from the stopped step itself instead of the
+last save_steps checkpoint. LLaMA-Factory's own stop saves only the adapter. A single process (one GPU) too.
+
 Any other sitecustomize on the path (a distribution's own) is run after this one, so it is not shadowed."""
 
 from __future__ import annotations
@@ -24,12 +29,13 @@ import sys
 
 
 def _agreed(control, args) -> object:
-    """control with should_training_stop / should_epoch_stop true on every rank when true on any."""
+    """control with should_training_stop / should_epoch_stop true on every rank when true on any, and
+    should_save with them (a stop writes a resumable checkpoint)."""
     import torch
     import torch.distributed as dist
 
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
-        return control
+        return _saves_on_stop(control)
     device = getattr(args, "device", None)
     if dist.get_backend() == "gloo" or device is None:
         device = torch.device("cpu")
@@ -38,6 +44,12 @@ def _agreed(control, args) -> object:
     dist.all_reduce(flags, op=dist.ReduceOp.MAX)
     training, epoch = (bool(v) for v in flags.tolist())
     control.should_training_stop, control.should_epoch_stop = training, epoch
+    return _saves_on_stop(control)
+
+
+def _saves_on_stop(control) -> object:
+    if control.should_training_stop or control.should_epoch_stop:
+        control.should_save = True
     return control
 
 
@@ -61,7 +73,7 @@ def patch(module) -> None:
 
     handler.on_step_end, handler.on_substep_end = on_step_end, on_substep_end
     handler._devtune_synced_stop = True
-    if os.environ.get("RANK", "0") == "0":  # once in the run's log: the evidence that the hook is in place
+    if os.environ.get("RANK", "0") == "0" and "LOCAL_RANK" in os.environ:  # once in the run's log: the evidence that the hook is in place
         print("[devtune] a stop is agreed by every rank (core/train/rank_site/sitecustomize.py)", file=sys.stderr,
               flush=True)
 
@@ -92,7 +104,7 @@ class _PatchOnImport:
 
 
 def _install() -> None:
-    if os.environ.get("DEVTUNE_SYNCED_STOP") != "1" or "LOCAL_RANK" not in os.environ:
+    if os.environ.get("DEVTUNE_SYNCED_STOP") != "1":
         return
     module = sys.modules.get(_PatchOnImport.NAME)
     if module is not None:
