@@ -85,6 +85,7 @@ def _record_json(ws, record) -> dict:
         "launcher": record.launcher,
         "job_id": record.job_id,
         "nodes": record.nodes,
+        "stop_reason": record.stop_reason,  # the cluster asked it to save and stop: time-limit / preempted
         "throughput": _speed(ws, record),
     }
 

@@ -93,6 +93,7 @@ class RunRecord(BaseModel):
     job_id: str | None = None  # the Slurm job
     nodes: int = 1
     cluster_state: str | None = None  # how Slurm ended the job (TIMEOUT, PREEMPTED, NODE_FAIL, ...)
+    stop_reason: str | None = None  # the cluster asked the job to save and stop: time-limit | preempted
     resume_checkpoint: str | None = None
     note: str = ""  # why it ended, in words
     # This run's own lines of output_dir/trainer_log.jsonl: a resume appends to the same file, so a run
@@ -150,6 +151,10 @@ def ending_note(record: RunRecord) -> str:
                  id=record.id)
     if record.stop_requested is not None:
         return _("stopped on request (exit code {code})", code=code)
+    if record.stop_reason:
+        what = {"time-limit": _("its time limit was near"), "preempted": _("it was preempted")}
+        return _("Slurm job {job} saved a checkpoint and stopped: {why}; `devtune resume {id}` continues from it",
+                 job=record.job_id, why=what.get(record.stop_reason, record.stop_reason), id=record.id)
     if code == 0:
         return ""
     if code in (-9, 137):

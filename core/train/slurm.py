@@ -13,6 +13,12 @@ its pid to `<run>/nodes/<node id>.pid` (the run folder is on the shared file sys
 anyway), so a graceful stop can signal the training processes of each node (SIGABRT: LLaMA-Factory stops
 after the step and saves) before `scancel` ends the job.
 
+Save before the end: the job asks Slurm for SIGUSR1 SAVE_BEFORE_S seconds before its time limit
+(`--signal=B:USR1@N`, to the batch shell), and the batch shell traps it, and the SIGTERM a preemption sends it,
+as devtune's graceful stop of every node (the same signal_nodes as `devtune stop`): the ranks agree on a stop,
+save a full checkpoint at that step (core/train/rank_site) and exit; the shell waits for them and its
+`stop_reason` file (time-limit | preempted) tells the run's supervisor why the run stopped.
+
 `python -m core.train.slurm wait JOB_ID STATE_FILE` waits for the job and exits with its exit code (128 +
 signal when a signal ended it), writing the job's state to STATE_FILE at each change; it is what the run
 supervisor (core.train.supervisor) watches in place of a local trainer. Accounting (sacct) is not needed:
@@ -40,6 +46,12 @@ POLL_SECONDS = 2.0
 ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "PREEMPTED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL",
          "DEADLINE", "REVOKED", "SPECIAL_EXIT"}
 ENDED_BY_CLUSTER = ("TIMEOUT", "PREEMPTED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")
+# Seconds before the time limit at which the job is told to save and stop (Slurm may send it up to a minute
+# earlier). 120 s covers one optimizer step plus a checkpoint of a 7B LoRA run on shared storage; a run whose
+# step or save takes longer sets SlurmJob.save_before in its slurm_job.json.
+SAVE_BEFORE_S = 120
+STOP_REASON_FILE = "stop_reason"  # in the run folder: why the cluster asked the job to stop
+STOP_REASONS = {"USR1": "time-limit", "TERM": "preempted"}
 PACKAGES = ("torch", "transformers", "deepspeed", "llamafactory", "peft", "accelerate", "datasets")
 
 
@@ -66,6 +78,7 @@ class SlurmJob:
     extra: list[str] = field(default_factory=list)  # more "#SBATCH ..." lines, as the person wrote them
     master_port: int = 29500
     recorder_python: str | None = None  # set: each node samples its GPUs into <run>/gpu-node<N>.jsonl
+    save_before: int = SAVE_BEFORE_S  # SIGUSR1 this many seconds before the time limit: save and stop; 0: none
 
 
 def render_sbatch(job: SlurmJob) -> str:
@@ -78,6 +91,8 @@ def render_sbatch(job: SlurmJob) -> str:
     for key, value in (("partition", job.partition), ("account", job.account), ("time", job.time_limit)):
         if value:
             lines.append(f"#SBATCH --{key}={value}")
+    if job.save_before > 0:
+        lines.append(f"#SBATCH --signal=B:USR1@{job.save_before}")
     for extra in job.extra:
         extra = extra.strip()
         if extra:
@@ -103,8 +118,40 @@ def render_sbatch(job: SlurmJob) -> str:
               if job.recorder_python else "")
     task = (f'echo $$ > {run}/nodes/"$SLURM_NODEID".pid; {record}'
             f'export NODE_RANK="$SLURM_NODEID"; exec {shlex.join(job.argv)}')
-    lines.append(f"srun --kill-on-bad-exit=1 --ntasks-per-node=1 bash -c {shlex.quote(task)}")
+    python = shlex.quote(job.recorder_python or sys.executable)
+    lines += [
+        "# the cluster's notice (USR1 before the time limit, TERM on preemption): every node saves and stops",
+        f"graceful_stop() {{ interrupted=1; {python} -m core.train.slurm stop-job \"$SLURM_JOB_ID\" "
+        f'"$SLURM_NNODES" {run} "$1" || true; }}',
+        *[f"trap 'graceful_stop {reason}' {sig}" for sig, reason in STOP_REASONS.items()],
+        # in the background, so a trap runs at once (bash runs it only after a foreground command ends);
+        # `wait` returns early (128 + the signal) for a trap, so it waits again for the trainers' own status
+        # (127: it was already reported)
+        f"srun --kill-on-bad-exit=1 --ntasks-per-node=1 bash -c {shlex.quote(task)} &",
+        "trainers=$!",
+        "code=0",
+        'while :; do interrupted=0; status=0; wait "$trainers" || status=$?; [ "$status" = 127 ] || code=$status; '
+        '[ "$interrupted" = 1 ] || break; done',
+        'exit "$code"',
+    ]
     return "\n".join(lines) + "\n"
+
+
+def stop_job(job_id: str, nodes: int, run_dir: Path, reason: str) -> None:
+    """What the batch shell runs on the cluster's notice: record why, then devtune's graceful stop of every
+    node (the trainers save a checkpoint at the step they agree on, and exit)."""
+    write_atomic(run_dir / STOP_REASON_FILE, reason + "\n")
+    print(_("slurm job {id}: the cluster asked it to stop ({reason}); saving a checkpoint", id=job_id,
+            reason=reason), file=sys.stderr, flush=True)
+    signal_nodes(job_id, nodes, run_dir, "ABRT")
+
+
+def stop_reason(run_dir: Path) -> str | None:
+    """time-limit | preempted when the cluster asked the job to stop, else None."""
+    try:
+        return (run_dir / STOP_REASON_FILE).read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
 
 
 def _slurm(argv: list[str], timeout: float = 30, env: dict[str, str] | None = None) -> str:
@@ -323,9 +370,13 @@ def main(argv: list[str]) -> int:
         print(_("slurm job {id}: {state}", id=state.job_id, state=state.describe()), file=sys.stderr)
         code = state.process_exit
         return 1 if code is None and state.state != "COMPLETED" else (code or 0)
+    if len(argv) == 5 and argv[0] == "stop-job":
+        stop_job(argv[1], int(argv[2]), Path(argv[3]), argv[4])
+        return 0
     if len(argv) in (3, 4) and argv[0] == "signal-node":
         return _signal_this_node(Path(argv[1]), argv[2], float(argv[3]) if len(argv) == 4 else None)
-    print("usage: python -m core.train.slurm wait JOB_ID STATE_FILE | signal-node RUN_DIR SIGNAL [AT]",
+    print("usage: python -m core.train.slurm wait JOB_ID STATE_FILE | signal-node RUN_DIR SIGNAL [AT] | "
+          "stop-job JOB_ID NODES RUN_DIR REASON",
           file=sys.stderr)
     return 2
 

@@ -77,12 +77,16 @@ def supervise(directory: Path) -> int:
     record = read_record(directory)
     stopped = record.stop_requested is not None
     if record.launcher == "slurm":
-        from core.train.slurm import ENDED_BY_CLUSTER
+        from core.train.slurm import ENDED_BY_CLUSTER, stop_reason
         from core.train.slurm_launch import job_of
 
         state = (job_of(directory) or {}).get("state")
         if state in ENDED_BY_CLUSTER and not stopped:
             record = update_record(directory, cluster_state=state)
+        reason = None if stopped else stop_reason(directory)  # the job's own save-and-stop (time limit, preemption)
+        if reason:
+            record = update_record(directory, stop_reason=reason)
+            stopped = True
     frozen = freeze_trainer_log(directory, record)  # before the status says it ended: readers find the copy
     ended = record.model_copy(update={"status": _status_for(code, stopped), "exit_code": code})
     rates = _throughput(directory, record.model_copy(update={"log_frozen": frozen}))

@@ -36,9 +36,23 @@ def test_the_script_starts_one_torchrun_per_node():
         assert want in lines, want
     # the node's rank and the master come from the job, never from the config's single-node values
     assert "export NODE_RANK=0" not in text and "export MASTER_ADDR=x" not in text
-    srun = lines[-1]
+    srun = next(line for line in lines if line.startswith("srun "))
     assert srun.startswith("srun --kill-on-bad-exit=1") and "NODE_RANK=\"$SLURM_NODEID\"" in srun
     assert "exec llamafactory-cli train configs/train.yaml" in srun and 'nodes/"$SLURM_NODEID".pid' in srun
+
+
+def test_the_job_saves_before_its_time_limit_and_on_preemption():
+    """USR1 to the batch shell 120 s before the limit; the shell traps it and TERM (a preemption) as devtune's
+    graceful stop of every node, and waits for the trainers (srun in the background, so the trap runs at once)."""
+    lines = render_sbatch(job()).splitlines()
+    assert "#SBATCH --signal=B:USR1@120" in lines
+    assert "trap 'graceful_stop time-limit' USR1" in lines and "trap 'graceful_stop preempted' TERM" in lines
+    stop = next(line for line in lines if line.startswith("graceful_stop()"))
+    assert "interrupted=1" in stop  # the wait loop waits again after a trap
+    assert '-m core.train.slurm stop-job "$SLURM_JOB_ID" "$SLURM_NNODES" /work/ws/.devtune/runs/r1 "$1"' in stop
+    assert lines.index("trainers=$!") == lines.index(next(x for x in lines if x.startswith("srun "))) + 1
+    assert next(x for x in lines if x.startswith("srun ")).endswith(" &") and lines[-1] == 'exit "$code"'
+    assert "--signal" not in render_sbatch(job(save_before=0))
 
 
 def test_a_cpu_cluster_asks_for_no_gpu():

@@ -51,3 +51,25 @@ def test_every_nodes_gpu_samples_reach_the_run_with_devices_renumbered(workspace
     assert {s.name for s in seen if s.index >= 64} == {"node 1 · H200"}
     tail = RunGpuTail(directory)
     assert len(tail.poll()) == 4 and tail.poll() == []
+
+
+def test_a_job_the_cluster_asked_to_save_and_stop_is_a_stopped_run_with_the_reason(workspace):
+    """The batch shell's trap (core.train.slurm.stop_job) left stop_reason; the job ended well (the trainers
+    saved and exited 0): the supervisor records a stopped run, why, and the way on."""
+    import sys
+
+    from core.train.supervisor import supervise
+
+    record = _slurm_record(workspace, status=RunStatus.RUNNING)
+    directory = run_dir(workspace, record.id)
+    write_record(directory, record.model_copy(update={"argv": [sys.executable, "-c", "pass"]}))
+    (directory / "stop_reason").write_text("time-limit\n")
+    supervise(directory)
+    ended = refresh(directory)
+    assert ended.status is RunStatus.STOPPED and ended.exit_code == 0 and ended.stop_reason == "time-limit"
+    assert "saved a checkpoint and stopped: its time limit was near" in ended.note
+    assert f"devtune resume {record.id}" in ended.note
+    (directory / "stop_reason").unlink()
+    write_record(directory, record.model_copy(update={"argv": [sys.executable, "-c", "pass"]}))
+    supervise(directory)
+    assert refresh(directory).status is RunStatus.FINISHED and refresh(directory).stop_reason is None
