@@ -40,6 +40,7 @@ class FamilyFinding:
     overrides: tuple[str, ...] = ()  # rules this finding corrects when they came first (a full /dev/shm: no full disk)
     same_as: tuple[str, ...] = ()  # rules that already say what this finding says: it adds nothing after them
     own_cause: bool = False  # this run's log decides the cause: a thread matched by the root line alone is not it
+    contradiction: bool = False  # the environment contradicts itself (core.train.diagnosis_environment): first
 
 
 FAMILIES = ("version-skew", "resource-exhaustion", "rendezvous-network", "gpu-runtime-abort", "device-mismatch",

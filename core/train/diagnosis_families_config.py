@@ -52,6 +52,7 @@ class RunSettings:
     cwd: Path | None = None
     env: dict = field(default_factory=dict)
     failed_ranks: list[int] = field(default_factory=list)
+    doctor: list = field(default_factory=list)  # the newest saved doctor report's failing/warning verdicts
 
 
 def record_settings(ws, record) -> RunSettings:
@@ -59,6 +60,9 @@ def record_settings(ws, record) -> RunSettings:
     from core.config.yaml_in import ImportProblem, load_lf_yaml_text
 
     facts = RunSettings(cwd=Path(record.cwd) if getattr(record, "cwd", None) else None, env=dict(record.env or {}))
+    from core.train.diagnosis_environment import doctor_verdicts
+
+    facts.doctor = doctor_verdicts(ws.root)
     if not record.config:
         return facts
     try:

@@ -9,6 +9,8 @@ core.train.failures ranks the rules' diagnoses and names the root exception; the
 - quotes the known upstream thread (core.train.known_issues) on the first diagnosis: "seen upstream: <link>"
   with that thread's fix.
 - makes each rule's machine-specific advice agree with the machine the log describes (core.train.diagnosis_advice).
+- before them all, asks core.train.diagnosis_environment whether the environment facts the log printed (and the
+  doctor's saved verdicts) contradict each other: such a contradiction is the cause, first above any rule.
 The Train step, `devtune diagnose` and `devtune monitor` all get their diagnosis through here.
 """
 
@@ -18,6 +20,7 @@ from pathlib import Path
 
 from core.i18n import _
 from core.train.diagnosis_advice import agree_with_log
+from core.train.diagnosis_environment import environment_finding
 from core.train.diagnosis_families import family_finding
 from core.train.diagnosis_families_config import RunSettings, config_finding
 from core.train.diagnosis_families_machine import machine_finding
@@ -81,7 +84,8 @@ def with_family(found: list[Diagnosis], cause: RootCause, logs: list[tuple[str, 
     root = (exc.printed or exc.text) if exc is not None else cause.signal
     run = settings or RunSettings()
     run.failed_ranks = run.failed_ranks or list(cause.failed_ranks)
-    finding = (config_finding(root, frames, log_text=log_text, settings=run)
+    finding = (environment_finding(root, frames, log_text=log_text, doctor=run.doctor)
+               or config_finding(root, frames, log_text=log_text, settings=run)
                or machine_finding(root, frames, python=python, log_text=log_text)
                or family_finding(root, frames, exit_signal=cause.signal, python=python, log_text=log_text)
                or setup_finding(root, frames, log_text=log_text))
@@ -92,7 +96,7 @@ def with_family(found: list[Diagnosis], cause: RootCause, logs: list[tuple[str, 
             LogEvidence(_("facts"), None, fact) for fact in finding.facts] + where_evidence(cause)
         family = Diagnosis(finding.id, finding.title, finding.explanation, finding.fix, finding.commands,
                            evidence, found[0].score + 1)
-        first = found[0].id in GENERIC or found[0].id in finding.overrides
+        first = found[0].id in GENERIC or found[0].id in finding.overrides or finding.contradiction
         if first:
             found = [family] + [d for d in found if d.id != "root-cause"]
         elif exc is not None:  # a signal alone: the rule that came first already says what the family would

@@ -34,6 +34,10 @@ from core.train.diagnosis_native import find_native_abort
 # the rank prefix of each launcher: torchrun's `[rank0]:` and `[default0]:` (--tee), torchx's `[0]:`, and
 # srun --label's `0: ` (also "task 0: "); one group, the rank
 PREFIX = re.compile(r"^(?:\[(?:rank|default)?|(?:task )?(?=\d+: ))(\d+)(?:\]:\s?|: )")
+# vLLM's worker and engine processes: `(VllmWorkerProcess pid=N) ERROR 12-03 14:10:06 [file.py:238] ...`,
+# `(EngineCore_DP0 pid=N) ...`: one stream per process, read like a rank's (its logger header is stripped too)
+WORKER = re.compile(r"^\(([A-Za-z_][\w]*) pid=(\d+)\)\s?(?:(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) "
+                    r"\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w./-]+:\d+\]?\s?)?")
 TRACEBACK = "Traceback (most recent call last):"
 CHAINED = ("During handling of the above exception, another exception occurred:",
            "The above exception was the direct cause of the following exception:")
@@ -132,14 +136,17 @@ def _raising_frame(frames: list[tuple[str, int, str, int, str]]) -> tuple[str | 
 
 def read_exceptions(numbered: list[tuple[int, str]], name: str) -> list[RaisedException]:
     """Every first exception of every traceback (chains counted once, from their first exception)."""
-    streams: dict[int | None, _Stream] = {}
+    streams: dict = {}  # a rank (None: unprefixed), or (rank, vLLM pid)
     found: list[RaisedException] = []  # in the order their chains ended
     for i, (number, raw) in enumerate(numbered):
         m = PREFIX.match(raw)
         rank = int(m.group(1)) if m else None
         text = raw[m.end():] if m else raw
+        worker = WORKER.match(text)
+        if worker:  # a vLLM process's line: its own stream, the rank's (if any) name kept
+            text = text[worker.end():]
         text = text.rstrip("\r\n")
-        st = streams.setdefault(rank, _Stream())
+        st = streams.setdefault((rank, worker.group(2)) if worker else rank, _Stream())
         if text.endswith(TRACEBACK):  # also after a logger's prefix ("ERROR 11-20 12:10:02 [core.py:843] ")
             if not st.reading:
                 st.start = number
