@@ -134,6 +134,15 @@ def _families() -> list[str]:
                                   "the two settings and which to change"),
         "missing-dependency": _("an optional package the error names (sentencepiece, tiktoken, protobuf): the "
                                 "pip install"),
+        # environment facts the log prints (or the saved doctor report) that contradict each other: ranked first
+        "torch-build-mismatch": _("a CUDA build of torch on an AMD GPU, or a ROCm build on an NVIDIA GPU: the build "
+                                  "to install"),
+        "bitsandbytes-rocm": _("a bitsandbytes without a ROCm library on an AMD GPU"),
+        "job-without-gpu": _("a Slurm job that asked for no GPU and sees none: the --gres to add"),
+        "launcher-other-python": _("a launcher (torchrun, deepspeed) of one Python running another Python's "
+                                   "packages"),
+        "numpy-abi": _("a compiled module built for NumPy 1.x under NumPy 2: the pin"),
+        "doctor-verdict": _("the saved devtune doctor report already says the environment does not fit"),
     }
     lines += [f"- `{fid}`: {text}" for fid, text in about.items()] + [""]
     lines += ["### " + _("Seen upstream"), "", _("A root line like one of these also shows the thread and its fix:"),
