@@ -37,7 +37,9 @@ class AsksToStop(TrainerCallback):  # LLaMA-Factory's LogCallback once its rank 
             control.should_training_stop = control.should_epoch_stop = True
 
 handler = CallbackHandler([AsksToStop()], None, None, None, None)
-args, state, control = types.SimpleNamespace(device=torch.device("cpu")), TrainerState(), TrainerControl()
+strategy = os.environ.get("SAVE_STRATEGY", "steps")  # TrainingArguments.save_strategy (an enum whose value is this)
+args = types.SimpleNamespace(device=torch.device("cpu"), save_strategy=types.SimpleNamespace(value=strategy))
+state, control = TrainerState(), TrainerControl()
 stopped = None
 for step in range(1, 12):
     for micro in range(3):  # gradient_accumulation_steps: 3
@@ -57,11 +59,13 @@ open(os.path.join(sys.argv[4], f"rank{rank}.txt"), "w").write(f"rank {rank} stop
 """
 
 
-def _ranks(tmp_path, asker: int, when: int, where: str, *, synced: bool, nproc: int = 2) -> set[str]:
+def _ranks(tmp_path, asker: int, when: int, where: str, *, synced: bool, nproc: int = 2,
+           save_strategy: str = "steps") -> set[str]:
     script = tmp_path / "loop.py"
     script.write_text(LOOP)
     env = {**os.environ, "PYTHONPATH": str(RANK_SITE), "OMP_NUM_THREADS": "1"}
     env["DEVTUNE_SYNCED_STOP"] = "1" if synced else "0"
+    env["SAVE_STRATEGY"] = save_strategy
     torchrun = Path(sys.executable).parent / "torchrun"
     start = [str(torchrun), "--standalone", "--nproc-per-node", str(nproc)] if nproc > 1 else [sys.executable]
     out = subprocess.run([*start, str(script), str(asker), str(when), where, str(tmp_path)], env=env,
@@ -84,6 +88,9 @@ def test_a_single_process_run_saves_where_it_stops(tmp_path, uses_torch):
     """One GPU, no torchrun: nothing to agree on, but the stop still writes a resumable checkpoint."""
     assert _ranks(tmp_path, 0, 4, "step", synced=True, nproc=1) == {"rank 0 stopped at (4, 2, 'saves')"}
     assert _ranks(tmp_path, 0, 4, "step", synced=False, nproc=1) == {"rank 0 stopped at (4, 2, 'no save')"}
+    # a run that saves no checkpoints (save_strategy: no) gets none from a stop either
+    assert _ranks(tmp_path, 0, 4, "step", synced=True, nproc=1, save_strategy="no") == {
+        "rank 0 stopped at (4, 2, 'no save')"}
 
 
 def test_without_the_hook_the_ranks_part(tmp_path, uses_torch):

@@ -35,7 +35,7 @@ def _agreed(control, args) -> object:
     import torch.distributed as dist
 
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
-        return _saves_on_stop(control)
+        return _saves_on_stop(control, args)
     device = getattr(args, "device", None)
     if dist.get_backend() == "gloo" or device is None:
         device = torch.device("cpu")
@@ -44,10 +44,13 @@ def _agreed(control, args) -> object:
     dist.all_reduce(flags, op=dist.ReduceOp.MAX)
     training, epoch = (bool(v) for v in flags.tolist())
     control.should_training_stop, control.should_epoch_stop = training, epoch
-    return _saves_on_stop(control)
+    return _saves_on_stop(control, args)
 
 
-def _saves_on_stop(control) -> object:
+def _saves_on_stop(control, args=None) -> object:
+    strategy = getattr(args, "save_strategy", None)
+    if str(getattr(strategy, "value", strategy)) == "no":
+        return control  # the run saves no checkpoints (save_strategy: no): a stop does not either
     if control.should_training_stop or control.should_epoch_stop:
         control.should_save = True
     return control
