@@ -47,7 +47,8 @@ def _labels() -> dict[str, str]:
         "launch.nnodes": _("nodes"), "launch.master_addr": _("node 0 address"),
         "launch.master_port": _("node 0 port"), "launch.launcher": _("launcher"),
         "launch.partition": _("Slurm partition"), "launch.account": _("Slurm account"),
-        "launch.time_limit": _("Slurm time limit"), "launch.sbatch_extra": _("extra #SBATCH (a; b)"), "zero_stage": _("DeepSpeed ZeRO"), "offload": _("CPU offload"),
+        "launch.time_limit": _("Slurm time limit"), "launch.sbatch_extra": _("extra #SBATCH (a; b)"),
+        "launch.requeue": _("Slurm: requeue and resume"), "zero_stage": _("DeepSpeed ZeRO"), "offload": _("CPU offload"),
         "output_dir": _("output_dir (saves/...)"), "overwrite_output_dir": _("start over (no resume)"),
         "resume_from_checkpoint": _("resume from checkpoint"), "report_to": _("trackers (report_to)"),
     }

@@ -3,6 +3,8 @@ settings of an existing one, and the rendering of a config that `config show` sh
 
 from __future__ import annotations
 
+import argparse
+
 from core.i18n import _
 from cli.commands.output import emit_json, workspace
 
@@ -33,6 +35,9 @@ def _add_setting_flags(parser) -> None:
     parser.add_argument("--time", metavar="LIMIT", dest="time_limit", help=_("Slurm time limit, e.g. 2-00:00:00"))
     parser.add_argument("--sbatch", metavar="LINE", action="append", dest="sbatch_extra",
                       help=_("one more #SBATCH line, e.g. --qos=high (repeat for more)"))
+    parser.add_argument("--requeue", action=argparse.BooleanOptionalAction, default=None,
+                      help=_("Slurm: a job stopped by its time limit or a preemption saves, requeues itself and "
+                             "resumes from that checkpoint"))
     parser.add_argument("--zero", choices=("none", "2", "3"), help=_("DeepSpeed ZeRO stage"))
     parser.add_argument("--offload", action="store_true", default=None, help=_("DeepSpeed CPU offload"))
     parser.add_argument("--gpu-model", metavar="ID",
@@ -74,7 +79,8 @@ def _overrides(args, spec):
     for key, arg in (("gpus_per_node", args.gpus), ("nnodes", args.nodes), ("master_addr", args.master_addr),
                      ("master_port", args.master_port), ("gpu_model", args.gpu_model),
                      ("launcher", args.launcher), ("partition", args.partition), ("account", args.account),
-                     ("time_limit", args.time_limit), ("sbatch_extra", args.sbatch_extra)):
+                     ("time_limit", args.time_limit), ("sbatch_extra", args.sbatch_extra),
+                     ("requeue", args.requeue)):
         if arg is not None:
             launch[key] = arg
     if launch and spec.launch.device != "cpu":

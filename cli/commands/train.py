@@ -86,6 +86,7 @@ def _record_json(ws, record) -> dict:
         "job_id": record.job_id,
         "nodes": record.nodes,
         "stop_reason": record.stop_reason,  # the cluster asked it to save and stop: time-limit / preempted
+        "segments": [s.model_dump() for s in record.segments],  # a Slurm job's starts: nodes, start, end, why
         "throughput": _speed(ws, record),
     }
 

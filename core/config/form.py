@@ -67,6 +67,7 @@ FIELDS: tuple[FormField, ...] = (
     FormField("launch.account", "str", "hardware"),
     FormField("launch.time_limit", "str", "hardware"),
     FormField("launch.sbatch_extra", "lines", "hardware"),
+    FormField("launch.requeue", "bool", "hardware"),
     FormField("zero_stage", "choice", "hardware"),
     FormField("offload", "bool", "hardware"),
     FormField("output_dir", "str", "output"),

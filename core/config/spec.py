@@ -80,6 +80,9 @@ class Launch(BaseModel):
     account: str | None = None  # Slurm --account
     time_limit: str | None = None  # Slurm --time ("2-00:00:00", "90")
     sbatch_extra: list[str] = Field(default_factory=list)  # more "#SBATCH" lines, as written
+    # Slurm: a job the cluster stops (time limit, preemption) after it saved is requeued and resumes from that
+    # checkpoint (#SBATCH --requeue; core.train.slurm_segments)
+    requeue: bool = False
 
     @property
     def world_size(self) -> int:

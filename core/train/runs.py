@@ -69,6 +69,18 @@ class ProcessRef(BaseModel):
             return False
 
 
+class Segment(BaseModel):
+    """One start of a Slurm job: a requeued job runs its script again (core.train.slurm_segments)."""
+
+    restart: int = 0  # SLURM_RESTART_COUNT
+    nodes: int = 1
+    nodelist: str = ""
+    start: float
+    end: float | None = None
+    reason: str | None = None  # time-limit | preempted (it saved and stopped) | completed | exit N | TIMEOUT...
+    requeued: bool = False  # it asked Slurm to requeue the job: another segment follows
+
+
 class RunRecord(BaseModel):
     id: str
     kind: str = "train"
@@ -95,6 +107,7 @@ class RunRecord(BaseModel):
     cluster_state: str | None = None  # how Slurm ended the job (TIMEOUT, PREEMPTED, NODE_FAIL, ...)
     stop_reason: str | None = None  # the cluster asked the job to save and stop: time-limit | preempted
     resume_checkpoint: str | None = None
+    segments: list[Segment] = Field(default_factory=list)  # a Slurm job's starts, one per requeue
     note: str = ""  # why it ended, in words
     # This run's own lines of output_dir/trainer_log.jsonl: a resume appends to the same file, so a run
     # starts reading at the size the file had when it started, and when it ends its lines are copied
@@ -135,7 +148,22 @@ def record_lock(directory: Path) -> Iterator[None]:
 
 def ending_note(record: RunRecord) -> str:
     """Why a run ended, in words, in the reader's language (run.json keeps the words of whoever wrote
-    them; readers get these, made from the record's facts)."""
+    them; readers get these, made from the record's facts); a requeued job's segments after it."""
+    note = _ending_reason(record)
+    if record.active or len(record.segments) < 2:
+        return note
+    return "; ".join(part for part in (note, segments_line(record.segments)) if part)
+
+
+def segments_line(segments: list[Segment]) -> str:
+    """`segments: n[1-2] 10:00-10:59 time-limit, n[1-2] 11:02-11:30 completed`, for the runs list and the Train step."""
+    parts = [f"{s.nodelist or s.nodes} {time.strftime('%H:%M', time.localtime(s.start))}-"
+             f"{time.strftime('%H:%M', time.localtime(s.end)) if s.end else '…'} {s.reason or ''}".rstrip()
+             for s in segments]
+    return _("segments: {parts}", parts=", ".join(parts))
+
+
+def _ending_reason(record: RunRecord) -> str:
     code = record.exit_code
     if record.active:
         return record.note

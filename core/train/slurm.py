@@ -18,6 +18,8 @@ Save before the end: the job asks Slurm for SIGUSR1 SAVE_BEFORE_S seconds before
 as devtune's graceful stop of every node (the same signal_nodes as `devtune stop`): the ranks agree on a stop,
 save a full checkpoint at that step (core/train/rank_site) and exit; the shell waits for them and its
 `stop_reason` file (time-limit | preempted) tells the run's supervisor why the run stopped.
+With requeue on (`#SBATCH --requeue`), a job that stopped so and saved requeues itself and its next start
+resumes the last checkpoint; each start is one segment of the run's record (core.train.slurm_segments).
 
 `python -m core.train.slurm wait JOB_ID STATE_FILE` waits for the job and exits with its exit code (128 +
 signal when a signal ended it), writing the job's state to STATE_FILE at each change; it is what the run
@@ -79,6 +81,8 @@ class SlurmJob:
     master_port: int = 29500
     recorder_python: str | None = None  # set: each node samples its GPUs into <run>/gpu-node<N>.jsonl
     save_before: int = SAVE_BEFORE_S  # SIGUSR1 this many seconds before the time limit: save and stop; 0: none
+    requeue: bool = False  # stopped by the cluster after it saved: requeue and resume (core.train.slurm_segments)
+    output_dir: str | None = None  # the trainer's output_dir: where a requeued job finds its last checkpoint
 
 
 def render_sbatch(job: SlurmJob) -> str:
@@ -93,6 +97,8 @@ def render_sbatch(job: SlurmJob) -> str:
             lines.append(f"#SBATCH --{key}={value}")
     if job.save_before > 0:
         lines.append(f"#SBATCH --signal=B:USR1@{job.save_before}")
+    if job.requeue:
+        lines.append("#SBATCH --requeue")
     for extra in job.extra:
         extra = extra.strip()
         if extra:
@@ -117,8 +123,17 @@ def render_sbatch(job: SlurmJob) -> str:
               f'--status-file {run}/gpu-node"$SLURM_NODEID".status --until-pid $$ >/dev/null 2>&1 &); '
               if job.recorder_python else "")
     task = (f'echo $$ > {run}/nodes/"$SLURM_NODEID".pid; {record}'
-            f'export NODE_RANK="$SLURM_NODEID"; exec {shlex.join(job.argv)}')
+            f'export NODE_RANK="$SLURM_NODEID"; exec {shlex.join(job.argv)} "$@"')
     python = shlex.quote(job.recorder_python or sys.executable)
+    segments = f"{python} -m core.train.slurm_segments"
+    lines += [
+        # one segment of the run's record per start of the job; a requeued job resumes its last checkpoint
+        f"{segments} start {run} || true",
+        "resume=()",
+    ]
+    if job.output_dir:
+        lines.append('if [ "${SLURM_RESTART_COUNT:-0}" -gt 0 ]; then '
+                     f"mapfile -t resume < <({segments} resume-args {shlex.quote(job.output_dir)}); fi")
     lines += [
         "# the cluster's notice (USR1 before the time limit, TERM on preemption): every node saves and stops",
         f"graceful_stop() {{ interrupted=1; {python} -m core.train.slurm stop-job \"$SLURM_JOB_ID\" "
@@ -127,11 +142,14 @@ def render_sbatch(job: SlurmJob) -> str:
         # in the background, so a trap runs at once (bash runs it only after a foreground command ends);
         # `wait` returns early (128 + the signal) for a trap, so it waits again for the trainers' own status
         # (127: it was already reported)
-        f"srun --kill-on-bad-exit=1 --ntasks-per-node=1 bash -c {shlex.quote(task)} &",
+        f'srun --kill-on-bad-exit=1 --ntasks-per-node=1 bash -c {shlex.quote(task)} devtune-node "${{resume[@]}}" &',
         "trainers=$!",
         "code=0",
         'while :; do interrupted=0; status=0; wait "$trainers" || status=$?; [ "$status" = 127 ] || code=$status; '
         '[ "$interrupted" = 1 ] || break; done',
+        # the trainers are done: a notice now changes nothing (and a requeue sends the shell one)
+        "trap '' USR1 TERM",
+        f'{segments} end {run} "$code" "$SLURM_JOB_ID"{" --requeue" if job.requeue else ""} || true',
         'exit "$code"',
     ]
     return "\n".join(lines) + "\n"

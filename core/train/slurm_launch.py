@@ -67,13 +67,17 @@ def preflight_files(ws: Workspace, spec, config: str) -> list[str]:
 
 
 def slurm_job(ws: Workspace, spec, directory: Path, argv: list[str], env: dict[str, str]) -> SlurmJob:
+    from core.config.spec import value
+
     launch = spec.launch
+    output_dir = value(spec, "output_dir")
     return SlurmJob(name=f"devtune-{directory.name}"[:60], nodes=launch.nnodes, workdir=str(ws.root),
                     run_dir=str(directory), argv=argv,
                     env={k: v for k, v in env.items() if k not in RENDEZVOUS},
                     gpus_per_node=launch.gpus_per_node if launch.device == "gpu" else 0,
                     partition=launch.partition, account=launch.account, time_limit=launch.time_limit,
-                    extra=list(launch.sbatch_extra), master_port=_free_port(), recorder_python=sys.executable)
+                    extra=list(launch.sbatch_extra), master_port=_free_port(), recorder_python=sys.executable,
+                    requeue=launch.requeue, output_dir=str(ws.abs(str(output_dir))) if output_dir else None)
 
 
 def submit_job(job: SlurmJob, directory: Path, files: list[str], *, say=None) -> tuple[str, list[str]]:

@@ -87,6 +87,12 @@ def supervise(directory: Path) -> int:
         if reason:
             record = update_record(directory, stop_reason=reason)
             stopped = True
+        from core.train.slurm_segments import end_segment
+
+        # a segment the batch script could not close (the cluster killed it, a node failed) ends now
+        cluster = state if state in ENDED_BY_CLUSTER else None
+        end_segment(directory, reason or cluster or ("completed" if code == 0 else f"exit {code}"))
+        record = read_record(directory)
     frozen = freeze_trainer_log(directory, record)  # before the status says it ended: readers find the copy
     ended = record.model_copy(update={"status": _status_for(code, stopped), "exit_code": code})
     rates = _throughput(directory, record.model_copy(update={"log_frozen": frozen}))
