@@ -14,6 +14,7 @@ import pytest
 from core.train.diagnosis_advice import override_for
 from core.train.diagnosis_families_config import RunSettings
 from core.train.failures import diagnose_files, diagnose_text
+from tests.heldout_sets import assert_apart, assert_exit_code_changes_nothing, assert_right
 
 HELDOUT = Path(__file__).parents[1] / "fixtures" / "logs" / "heldout4"
 EXPECTED = json.loads((HELDOUT / "expected.json").read_text(encoding="utf-8"))
@@ -38,42 +39,20 @@ WORDS = {  # what the right diagnosis says (for this file, the cause and fix of 
 }
 
 
-def _says(diagnosis, words: str) -> bool:
-    return words in " ".join([diagnosis.title, diagnosis.explanation, diagnosis.fix, *diagnosis.commands])
-
 
 def test_the_set_is_apart_and_varied():
     assert len(EXPECTED) == 16 and len({e["family"] for e in EXPECTED.values()}) >= 10
     assert set(WORDS) == set(EXPECTED)
-    sources = (HELDOUT / "SOURCES.md").read_text(encoding="utf-8")
-    assert all(f"`{name}`" in sources for name in EXPECTED)
-    older = "".join((HELDOUT.parent / p).read_text(encoding="utf-8")
-                    for p in ("heldout/SOURCES.md", "heldout2/SOURCES.md", "heldout3/SOURCES.md", "SOURCES.md"))
-    for row in sources.split("## Measured")[0].splitlines():
-        if row.startswith("| `"):
-            link = row.split(" | ")[2].split()[0]
-            assert link.startswith("https://github.com/") and link not in older, row
+    assert_apart(HELDOUT, EXPECTED, ("heldout/SOURCES.md", "heldout2/SOURCES.md", "heldout3/SOURCES.md", "SOURCES.md"))
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_each_log_gets_a_right_cause_and_fix_and_quotes_its_root(name):
-    expected = EXPECTED[name]
-    found = diagnose_files([HELDOUT / name])  # as `devtune diagnose LOG`: no exit code known
-    assert found, f"{name}: no diagnosis"
-    first = found[0]
-    assert any(expected["quote"] in e.text for e in first.evidence) or expected["quote"] in first.title
-    right = first.id in expected["accept"] and _says(first, WORDS[name])
-    if name in KNOWN_MISSES:
-        assert not right, f"{name} is right now: drop it from KNOWN_MISSES"
-    else:
-        assert right, f"{name}: {first.id} / {first.title} / {first.fix}"
+    assert_right(HELDOUT, name, EXPECTED[name], WORDS.get(name, ""), KNOWN_MISSES)
 
 
 def test_the_exit_code_known_changes_nothing_that_was_right():
-    for name, expected in EXPECTED.items():
-        if name not in KNOWN_MISSES:
-            found = diagnose_files([HELDOUT / name], exit_code=expected["exit_code"])
-            assert found[0].id in expected["accept"], (name, found[0].id)
+    assert_exit_code_changes_nothing(HELDOUT, EXPECTED, KNOWN_MISSES)
 
 
 def test_the_root_of_a_hub_lookup_is_what_was_asked_for_not_the_401():
