@@ -55,12 +55,13 @@ def test_zero3_resumes_on_one_rank_then_three_and_the_loss_goes_on(workspace, ti
     after = _losses(workspace, one["id"])
     assert min(after) > last  # the count goes on from the checkpoint
     start_loss = before[min(before)]
-    shared = sorted(set(before) & set(after))
-    print(f"2 ranks: step {min(before)} loss {start_loss:.4f}, checkpoint at {last}; 1 rank: "
-          + ", ".join(f"step {s} {before[s]:.4f} -> {after[s]:.4f}" for s in shared))
-    assert shared, (before, after)  # the first run went past the checkpoint: the same steps trained twice
-    for step in shared:  # the same global batch, the same rows: the same loss, not the start's
-        assert abs(after[step] - before[step]) <= 0.1 * before[step], (step, before[step], after[step])
+    # a stop saves a full checkpoint at the step it stopped (core/train/rank_site): nothing is trained twice, and
+    # the loss goes on from where it was, not from the start's
+    assert last >= max(before), (last, before)
+    resumed_at, stopped_at = min(after), max(before)
+    print(f"2 ranks: step {min(before)} loss {start_loss:.4f} ... step {stopped_at} {before[stopped_at]:.4f}, "
+          f"checkpoint at {last}; 1 rank: step {resumed_at} {after[resumed_at]:.4f}")
+    assert after[resumed_at] <= 1.5 * before[stopped_at], (before, after)
     assert max(after.values()) < start_loss / 3
 
     # 1 -> 3 ranks: 3 x 4 rows per device do not divide the global batch of 8: it becomes 12, the steps go on
