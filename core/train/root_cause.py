@@ -30,6 +30,7 @@ import signal
 from dataclasses import dataclass, field
 
 from core.train.diagnosis_native import find_native_abort
+from core.train.trainer_progress import last_progress
 
 # the rank prefix of each launcher: torchrun's `[rank0]:` and `[default0]:` (--tee), torchx's `[0]:`, and
 # srun --label's `0: ` (also "task 0: "); one group, the rank
@@ -46,8 +47,6 @@ EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warn
                        r"(?:\.[A-Za-z_]\w*)+|KeyboardInterrupt|StopIteration|Exception)(?::\s?(.*))?$")
 WRAPPERS = ("ChildFailedError", "CalledProcessError", "SystemExit")
 STDLIB = re.compile(r"/lib/python3\.\d+/(?!site-packages/|dist-packages/)")
-PROGRESS = re.compile(r"(?<![\d/])(\d+)/(\d+) \[")
-_UNLABELLED = re.compile(r"\s*(?:\d+%\|[^|\r]*\|\s*)?")  # what precedes N/M in the trainer's bar (no label)
 SUMMARY_FIELD = re.compile(r"^\s*(time|host|rank|exitcode|traceback)\s*:\s*(.*)$")
 FATAL = re.compile(r"Fatal Python error: (.+)$")
 DUMP_THREAD = re.compile(r"^(?:Current thread 0x[0-9a-fA-F]+.*|Stack) \(most recent call first\):$")
@@ -360,23 +359,6 @@ def read_torchrun_summary(numbered: list[tuple[int, str]]) -> dict:
     summary = blocks[first]
     summary.pop("time", None)
     return summary
-
-
-def last_progress(numbered: list[tuple[int, str]]) -> tuple[int, int] | None:
-    """The last `N/M [` of the trainer's tqdm bar in the log, the one with most steps. Only the trainer's bar
-    counts: it has no label, while the tokenizer's, the dataset converter's and the loaders' bars do
-    ("Running tokenizer on dataset: 100%|...| 29/29 [": no training step ran)."""
-    best: tuple[int, int] | None = None
-    for _n, raw in reversed(numbered):
-        for m in PROGRESS.finditer(raw):
-            if not _UNLABELLED.fullmatch(raw, raw.rfind("\r", 0, m.start()) + 1, m.start()):
-                continue  # a labelled bar: not the trainer's steps
-            done, total = int(m.group(1)), int(m.group(2))
-            if total > 1 and done <= total and (best is None or total >= best[1]):  # later segments win
-                best = (done, total)
-        if best is not None:
-            return best
-    return best
 
 
 def find_root_cause(logs: list[tuple[str, list[tuple[int, str]]]], *, exit_code: int | None = None,
