@@ -158,13 +158,14 @@ def rule_trackers(spec, ctx) -> list:
             "others report with their own accounts and settings, or stop the run if they are not installed",
             names=", ".join(others), known=", ".join(TRACKERS)), "report_to"))
     pip = Path(sys.executable).parent / "pip"
-    for tracker in missing(trackers):
+    absent = missing(trackers)
+    for tracker in absent:
         out.append(ConfigFinding("error", "trackers.missing", _(
             "report_to names {name}, but {module} is not installed in the training environment: the run would stop "
             "before its first step", name=tracker.id, module=tracker.module), "report_to",
             _("install it: {command}; or report to tensorboard or mlflow, which devtune installs",
               command=f"{pip} install {tracker.package}")))
-    for tracker in (TRACKERS[t] for t in trackers if TRACKERS[t] not in missing(trackers)):
+    for tracker in (TRACKERS[t] for t in trackers if TRACKERS[t] not in absent):
         out.append(ConfigFinding("info", "trackers.where", _(
             "{name}: {mode}, in {where}; open it from the workspace: {command}", name=tracker.id, mode=tracker.mode(),
             where=tracker.where(), command=tracker.open_command()), "report_to"))
