@@ -119,3 +119,12 @@ def test_a_log_file_is_no_transcript(tmp_path):
                    "2024-03-01 10:00:04 worker-2 ready\n", encoding="utf-8")
     with pytest.raises(ConvertError, match="no chat-export header lines"):
         detect_source(log)
+
+
+def test_a_digit_that_is_no_number_is_no_timestamp():
+    """Found by the fix fuzz test (hypothesis): an answer "²" passed str.isdigit() and float("²") raised, so
+    probing a dataset for a chat export crashed `data lint` and `data fix`."""
+    from core.data.transcripts.stamps import value_seconds
+
+    assert value_seconds("²") is None and value_seconds("٣٤٥٦٧٨٩٠١٢") is None
+    assert value_seconds("1709884800") == 1709884800.0 and value_seconds("1709884800000") == 1709884800.0

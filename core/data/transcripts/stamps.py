@@ -77,7 +77,8 @@ def value_seconds(value) -> float | None:
     """Seconds of a JSON/CSV value: epoch seconds or milliseconds (number or digits), or a date string."""
     if isinstance(value, bool) or value is None:
         return None
-    if isinstance(value, (int, float)) or (isinstance(value, str) and value.strip().isdigit()):
+    digits = isinstance(value, str) and value.strip().isascii() and value.strip().isdigit()  # not "²" or "٣"
+    if isinstance(value, (int, float)) or digits:
         n = float(value)
         if 1e12 <= n < 1e14:
             return n / 1000
