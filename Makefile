@@ -13,7 +13,7 @@ DEMO_DIR  ?= demo
 PYTEST_ARGS ?=
 TEST_JOBS ?= 2
 
-.PHONY: demo test check envs setup serve-env gguf-env slurm bench clean help
+.PHONY: demo test check envs setup serve-env gguf-env slurm bench knobs clean help
 
 help:
 	@echo "make demo    set up, seed ./$(DEMO_DIR) and open the wizard on it"
@@ -21,6 +21,7 @@ help:
 	@echo "make check   the fast tier: every test but the e2e ones"
 	@echo "make gguf-env  .venv-gguf: llama.cpp for devtune merge --gguf (built from source, ~5 min)"
 	@echo "make bench   run the benchmarks in bench/"
+	@echo "make knobs   regenerate core/train/knobs.json from the installed libraries (after upgrading one)"
 	@echo "make clean   remove the virtual environments and the demo workspace"
 
 # both environments at once (lines prefixed [.venv] / [.venv-serve])
@@ -111,6 +112,11 @@ bench: envs gguf-env
 	$(VENV)/bin/python bench/synth.py -w $(DEMO_DIR) --serve models/tiny-llama3
 	$(VENV)/bin/python bench/eval.py -w $(DEMO_DIR) --serve models/tiny-llama3
 	$(VENV)/bin/python bench/gguf.py -w $(DEMO_DIR) --model models/tiny-llama3
+
+# the settings index the diagnosis reads (core/train/knob_index.py): each environment's libraries
+knobs: envs
+	$(VENV)/bin/python -m core.train.knob_index llamafactory peft deepspeed
+	.venv-serve/bin/python -m core.train.knob_index vllm
 
 clean:
 	rm -rf $(VENV) .venv-serve $(GGUF_VENV) $(DEMO_DIR) build

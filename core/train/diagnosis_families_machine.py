@@ -48,7 +48,7 @@ CHECKPOINTING = re.compile(r"[Gg]radient checkpointing|None of the inputs have r
 
 def machine_finding(root: str, frames: str, *, log_text: str = "", python: str | None = None,
                     **_kw) -> FamilyFinding | None:
-    for reason in (_hub_download, _driver_too_old, _lora_target, _refused_by_newer, _cache_dir, _no_grad):
+    for reason in (_hub_download, _cut_short, _driver_too_old, _lora_target, _refused_by_newer, _cache_dir, _no_grad):
         found = reason(root, frames, log_text, python)
         if found is not None:
             return found
@@ -73,6 +73,38 @@ def _hub_download(root: str, frames: str, log_text: str, python) -> FamilyFindin
           "HF_HUB_DOWNLOAD_TIMEOUT, or through a mirror (HF_ENDPOINT), then train from the local folder."),
         [f"HF_HUB_DOWNLOAD_TIMEOUT=120 hf download {model} --local-dir models/{model.split('/')[-1]}",
          f"HF_ENDPOINT=https://hf-mirror.com hf download {model}"], facts)
+
+
+# a message that states a file's expected and actual size: the file on disk is shorter (or longer) than it should be
+SIZES = re.compile(r"(?i)(?:should be of size|expected (?:a )?(?:file )?size(?: of)?|expected)\s+(\d{3,})(?: bytes)?"
+                   r"[^\d]{1,40}?(?:has size|got|but is|received|actual(?: size)?(?: of)?|found)\s+(\d{3,})")
+FILE = re.compile(r"([\w./-]+\.(?:safetensors|bin|gguf|pt|pth|ckpt|json|model|parquet|arrow|jsonl|zip|tar|gz))")
+
+
+def _cut_short(root: str, frames: str, log_text: str, python) -> FamilyFinding | None:
+    m = SIZES.search(root)
+    if m is None:
+        return None
+    want, have = int(m.group(1)), int(m.group(2))
+    name = FILE.search(root)
+    file = name.group(1) if name else _("the file")
+    repo = re.findall(r"models--([\w.-]+?)--([\w.-]+?)/", log_text) or re.findall(
+        r"(?:download|from_pretrained|model_name_or_path:?)\s*\(?['\"]?([\w.-]+)/([\w.-]+)", log_text)
+    model = f"{repo[-1][0]}/{repo[-1][1]}" if repo else "MODEL_ID"
+    short = have < want
+    facts = [_("{file}: {have} bytes, {want} expected ({pct:.0%})", file=file, have=have, want=want,
+               pct=have / want if want else 0)]
+    return FamilyFinding(
+        "file-cut-short", _("{file} is incomplete: {have} of {want} bytes", file=file, have=have, want=want)
+        if short else _("{file} is not the file expected: {have} bytes, {want} expected", file=file, have=have,
+                        want=want),
+        _("The file on disk is {how} than the size it should have: its download or copy was cut (a dropped "
+          "connection, a full disk, a killed process), or another file has its name. The run and its config are "
+          "not the cause.", how=_("shorter") if short else _("longer")),
+        _("Delete the incomplete file and download (or copy) it again, with enough free disk space; a Hub download "
+          "re-fetches a bad file with --force-download."),
+        [f"hf download {model} {file if name else ''} --force-download".replace("  ", " "), "df -h ."], facts,
+        own_cause=True)
 
 
 def _torch_cuda(log_text: str) -> str | None:

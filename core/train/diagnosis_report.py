@@ -25,6 +25,7 @@ from core.train.diagnosis_families import family_finding
 from core.train.diagnosis_families_config import RunSettings, config_finding
 from core.train.diagnosis_families_machine import machine_finding
 from core.train.diagnosis_families_setup import setup_finding
+from core.train.diagnosis_settings import settings_finding, settings_first_finding
 from core.train.diagnosis_model import Diagnosis, LogEvidence, exception_evidence, where_evidence
 from core.train.known_issues import match_known_issue
 from core.train.diagnosis_native import find_native_abort
@@ -85,10 +86,12 @@ def with_family(found: list[Diagnosis], cause: RootCause, logs: list[tuple[str, 
     run = settings or RunSettings()
     run.failed_ranks = run.failed_ranks or list(cause.failed_ranks)
     finding = (environment_finding(root, frames, log_text=log_text, doctor=run.doctor)
+               or settings_first_finding(root, frames, log_text=log_text, settings=run)
                or config_finding(root, frames, log_text=log_text, settings=run)
                or machine_finding(root, frames, python=python, log_text=log_text)
                or family_finding(root, frames, exit_signal=cause.signal, python=python, log_text=log_text)
-               or setup_finding(root, frames, log_text=log_text))
+               or setup_finding(root, frames, log_text=log_text)
+               or settings_finding(root, frames, log_text=log_text))
     if finding is not None and found[0].id in finding.same_as:
         finding = None  # the rule that came first already says it (GPU out of memory)
     if finding is not None:

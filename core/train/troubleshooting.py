@@ -143,6 +143,20 @@ def _families() -> list[str]:
                                    "packages"),
         "numpy-abi": _("a compiled module built for NumPy 1.x under NumPy 2: the pin"),
         "doctor-verdict": _("the saved devtune doctor report already says the environment does not fit"),
+        "file-cut-short": _("a file the error states the expected and the actual size of: a download or copy cut "
+                            "short, and the command that fetches it again"),
+        # reasoned from what the libraries declare about their settings (core/train/knobs.json)
+        "setting-documented-cause": _("a setting the run changed from its default whose own documentation says "
+                                      "it rules out what failed (save_only_model and resuming): ranked first"),
+        "wrong-command-keys": _("keys LLaMA-Factory's parser did not read: the command they belong to (a training "
+                                "config given to webchat), or the real key closest to a misspelt one"),
+        "named-setting": _("a setting the message names, in any library's spelling (max_lora_rank, \"tensor "
+                           "parallel size\", find_unused_parameters=True, 'spawn'), with the value its comparison "
+                           "asks for, written for the command that was run (a YAML key, a vllm serve flag, a "
+                           "variable); or two settings it says cannot go together"),
+        "hardware-limit": _("a library that refuses this GPU (\"only supports ... or newer\"): the setting that "
+                            "chooses that library, and a choice that does not use it"),
+        "library-advice": _("no setting is named, but the library says what to do: its own words"),
     }
     lines += [f"- `{fid}`: {text}" for fid, text in about.items()] + [""]
     lines += ["### " + _("Seen upstream"), "", _("A root line like one of these also shows the thread and its fix:"),

@@ -1,0 +1,322 @@
+"""Failure families reasoned from the settings of the libraries (core.train.knobs: what LLaMA-Factory,
+transformers, PEFT, DeepSpeed and vLLM declare about each setting they read), for failures no rule was written for:
+
+- setting-documented-cause: a setting this run changed from its default whose own documentation warns of what
+  failed ("save_only_model: Prevents resuming training from checkpoint" when resuming fails). Ranked first: the
+  run's own setting, documented to do this, is the cause.
+- wrong-command-keys: LLaMA-Factory's "Some keys are not used by the HfArgumentParser": the keys belong to another
+  command's parser (a training YAML handed to `webchat`), or to none (a misspelt key, with the closest real one).
+- named-setting: the message names a setting (`max_lora_rank`, "tensor parallel size", `find_unused_parameters=`,
+  a choice such as 'spawn') and what it needs (a comparison solved for it, two settings that cannot go together):
+  the line that sets it in the front-end this person ran (a YAML key, a `vllm serve` flag, a variable).
+- library-advice: no setting is named, but the library says what to do ("Please use FORCE_TORCHRUN=1"): its words.
+
+The readings of the message are core.train.setting_mentions'; these only decide and word the diagnosis.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+from core.i18n import _
+from core.train.diagnosis_families import SITE, FamilyFinding
+from core.train.knobs import Knob, front_end, knobs, normal
+from core.train.setting_mentions import WORDS, advice_of, read, sentences
+
+COMMAND = re.compile(r"llamafactory-cli\s+(train|chat|webchat|api|export|eval)\b|(\bvllm serve\b|vllm\.entrypoints)")
+KIND_OF = {"train": "train", "chat": "infer", "webchat": "infer", "api": "infer", "export": "infer", "eval": "eval"}
+LAUNCH_LIBS = {"vllm": {"vllm", "torch"}, "train": {"llamafactory", "transformers", "peft", "deepspeed", "torch"},
+               "infer": {"llamafactory", "transformers", "peft", "vllm"}, "eval": {"llamafactory", "transformers"}}
+UNUSED = re.compile(r"Some keys are not used by the HfArgumentParser: \[([^\]]*)\]")
+YAML_LINE = re.compile(r"^\s*([a-z][a-z0-9_]+):[ \t]+([^\s#][^#\n]*?)[ \t]*(?:#.*)?$", re.M)
+CLI_ARG = re.compile(r"(?<![\w-])([a-z][a-z0-9_]+)=([^\s]+)")
+FLAG_ARG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]+)(?:[ =]([^\s-][^\s]*))?")
+WARNS = re.compile(r"(?i)\b(?:prevents?|cannot|can't|won't|will not|not be able|unable|disables?|only|note|warning|"
+                   r"must not|incompatible|requires?|not supported|breaks?|lose|loses)\b")
+STOP = {"this", "that", "with", "from", "when", "will", "have", "been", "your", "into", "only", "note", "which",
+        "there", "their", "these", "those", "than", "then", "they", "also", "must", "should", "would", "could",
+        "after", "before", "while", "using", "used", "enable", "enabled", "whether", "value", "default", "true",
+        "false", "none", "error", "valid", "find", "found", "file", "path", "model", "training", "trainer"}
+
+
+def command_of(log_text: str, frames: str = "") -> str | None:
+    """What the person ran: vllm (serve), train, infer (chat, webchat, api, export) or eval."""
+    found = None
+    for m in COMMAND.finditer(log_text + "\n" + frames):
+        found = "vllm" if m.group(2) else KIND_OF[m.group(1)]
+        if m.group(1):  # llamafactory-cli decides which of its keys apply, even when it serves through vLLM
+            return found
+    return found
+
+
+def cli_word(log_text: str) -> str | None:
+    m = COMMAND.search(log_text)
+    return m.group(1) if m and m.group(1) else None
+
+
+def libraries_of(frames: str, log_text: str, command: str | None) -> set[str]:
+    found = {m.group(1).lower() for m in SITE.finditer(frames)}
+    return found | LAUNCH_LIBS.get(command or "", set())
+
+
+def shown_settings(log_text: str, args: dict) -> dict[str, str]:
+    """The settings this run had: its YAML (from its record), else what the log shows of it (a `cat` of the
+    YAML, `key=value` on the llamafactory-cli line, `--flag value` on the vllm line); only real setting names."""
+    names = {normal(k.name) for k in knobs()}
+    flags = {k.flag: k.name for k in knobs() if k.flag}
+    out: dict[str, str] = {}
+    for m in YAML_LINE.finditer(log_text):
+        if m.group(1) in names:
+            out.setdefault(m.group(1), m.group(2).strip().strip("'\""))
+    for line in log_text.splitlines():
+        if "llamafactory-cli" in line:
+            out.update({k: v for k, v in CLI_ARG.findall(line) if k in names})
+        if "vllm serve" in line:
+            out.update({flags[f]: v or "true" for f, v in FLAG_ARG.findall(line) if f in flags})
+    out.update({k: str(v) for k, v in (args or {}).items()})
+    return out
+
+
+def settings_first_finding(root: str, frames: str, *, log_text: str = "", settings=None, **_kw) -> FamilyFinding | None:
+    """Before the other families: a setting of this run documented to cause this failure."""
+    return _documented_cause(root, frames, log_text, getattr(settings, "args", None) or {})
+
+
+def settings_finding(root: str, frames: str, *, log_text: str = "", **_kw) -> FamilyFinding | None:
+    """After the other families: what the message says about settings, or what the library says to do."""
+    command = command_of(log_text, frames)
+    message = _message(root)
+    return (_unused_keys(message, log_text, command)
+            or _named(message, frames, log_text, command)
+            or _hardware_limit(message, frames, log_text, command)
+            or _advice(message))
+
+
+def _message(root: str) -> str:
+    return re.sub(r"^(?:\[?[\w.]+\]?:\s*)?(?:[\w.]+(?:Error|Exception|Warning)):\s*", "", root.strip())
+
+
+def _unused_keys(message: str, log_text: str, command: str | None) -> FamilyFinding | None:
+    m = UNUSED.search(message)
+    if m is None:
+        return None
+    keys = re.findall(r"'([\w.-]+)'", m.group(1))
+    yaml = {k.name: k for k in knobs() if k.kind == "yaml"}
+    word = cli_word(log_text) or command or "train"
+    known = [k for k in keys if k in yaml]
+    elsewhere = sorted({c for k in known for c in yaml[k].commands if command and command not in yaml[k].commands})
+    unknown = [k for k in keys if k not in yaml]
+    facts = [_("keys this command does not read: {keys}", keys=", ".join(keys))]
+    if known and elsewhere and len(known) >= len(unknown):
+        other = "train" if "train" in elsewhere else elsewhere[0]
+        facts.append(_("{keys}: keys of `llamafactory-cli {command}`", keys=", ".join(known[:8]), command=other))
+        return FamilyFinding(
+            "wrong-command-keys", _("A config for `llamafactory-cli {other}` was given to `llamafactory-cli {command}`",
+                                    other=other, command=word),
+            _("`llamafactory-cli {command}` reads only its own keys, and this file holds keys of `{other}` "
+              "({keys}): it is the config of another command.", command=word, other=other,
+              keys=", ".join(known[:6])),
+            _("Give `{command}` a config of its own keys (for chat, webchat, api and export: model_name_or_path, "
+              "adapter_name_or_path, template, finetuning_type, and the export or generation keys), or run this "
+              "file with `llamafactory-cli {other}`.", command=word, other=other),
+            [f"llamafactory-cli {other} <this config>.yaml"], facts, own_cause=True)
+    if not unknown:
+        return None
+    names = [k.name for k in knobs() if k.kind == "yaml" and (not command or command in k.commands)]
+    guesses = {k: difflib.get_close_matches(k, names, n=1, cutoff=0.75) for k in unknown}
+    lines = [f"{k} -> {g[0]}" for k, g in guesses.items() if g]
+    facts += [_("closest real key: {pairs}", pairs="; ".join(lines))] if lines else []
+    return FamilyFinding(
+        "wrong-command-keys", _("The config has keys LLaMA-Factory does not know: {keys}", keys=", ".join(unknown)),
+        _("LLaMA-Factory stops at a key none of its parsers reads: a misspelt key, or one of another version."),
+        _("Rename each key to the one it meant ({pairs}) or remove it.", pairs="; ".join(lines)) if lines else
+        _("Remove these keys, or rename them to keys of `llamafactory-cli {command}` (`devtune config check` "
+          "lists what is wrong in a config).", command=word),
+        ["devtune config check"], facts, own_cause=True)
+
+
+def _named(message: str, frames: str, log_text: str, command: str | None) -> FamilyFinding | None:
+    libs = libraries_of(frames, log_text, command)
+    reading = read(message, libs)
+    if not reading.mentions:
+        return None
+    first = reading.mentions[0]
+    knob = front_end(first.knobs, command)
+    value = reading.wanted or first.value
+    shown = shown_settings(log_text, {})
+    now = shown.get(knob.name) or shown.get(first.knobs[0].name) or reading.current
+    facts = [_("the setting named: `{name}` ({lib}; set as {where})", name=first.text, lib=first.knobs[0].lib,
+               where=knob.where())]
+    if knob.help:
+        facts.append(_("its documentation: {text}", text=knob.help[:300]))
+    if now is not None:
+        facts.append(_("its value in this run: {value}", value=now))
+    said = (reading.why or next(iter(sentences(message)), message))[:300]
+    if reading.conflict:
+        other = next(m for m in reading.mentions[1:] if m.how in ("name", "documented"))
+        second = front_end(other.knobs, command)
+        return FamilyFinding(
+            "named-setting", _("Two settings that cannot go together: `{a}` and `{b}`", a=knob.name, b=second.name),
+            _("The message says these settings exclude each other: {said}", said=said[:300]),
+            _("Keep one of them: remove `{a}` or `{b}` from the config ({where}) and run it again.", a=knob.name,
+              b=second.name, where=knob.where()),
+            [f"grep -n -E '^({knob.name}|{second.name}):' configs/*.yaml"], facts, own_cause=True)
+    if value is None and not reading.advice:
+        return None
+    if value is not None:
+        line = knob.spelled(value)
+        extra = (_("; other values that satisfy it: {values}", values=", ".join(map(str, reading.options)))
+                 if reading.options else "")
+        fix = _("Set `{line}` ({where}) and run it again{extra}.", line=line, where=knob.where(), extra=extra)
+        commands = [rerun_with(knob, value, log_text)]
+    else:
+        fix = _("The library says: \"{advice}\" The setting is `{line}` ({where}).", advice=" ".join(reading.advice),
+                line=knob.spelled(), where=knob.where())
+        commands = [knob.spelled()]
+    if reading.advice and value is not None:
+        fix += " " + _("The library says: \"{advice}\"", advice=" ".join(reading.advice))
+    return FamilyFinding(
+        "named-setting", _("The error names the setting `{name}`: {said}", name=knob.name, said=said[:160]),
+        _("{lib} stopped on its setting `{name}`: {said} The value decides whether this can run, so it is "
+          "the thing to change.", lib=first.knobs[0].lib, name=first.knobs[0].name, said=said),
+        fix, commands, facts, own_cause=True)
+
+
+HW_LIMIT = re.compile(r"(?i)\bonly supports? (?P<a>[^.]{3,60}?)(?: GPUs?)? (?:or|and) (?:newer|later|above)\b|"
+                      r"\bnot supported on (?:this |the |your )?(?P<b>(?:GPU|device|architecture|platform|gfx\w+|"
+                      r"sm_?\d+)[^.]{0,30})|\brequires? (?:an? )?(?P<c>(?:GPU|compute capability|architecture|"
+                      r"gfx\w+|sm_?\d+)[^.]{0,40})")
+OFF = ("disabled", "none", "off", "false", "False")
+
+
+def _hardware_limit(message: str, frames: str, log_text: str, command: str | None) -> FamilyFinding | None:
+    """A library refuses this GPU ("FlashAttention only supports AMD MI200 GPUs or newer"): the setting that
+    chooses that library, turned to a choice that does not use it."""
+    m = HW_LIMIT.search(message)
+    if m is None:
+        return None
+    needs = next(g for g in m.groups() if g).strip()
+    libs = [x.group(1).lower() for x in SITE.finditer(frames)]
+    lib = next((x for x in reversed(libs) if x not in ("torch", "transformers", "llamafactory", "accelerate",
+                                                        "peft", "vllm")), None)
+    if lib is None:
+        return None
+    squashed = lib.replace("_", "")
+    chooser = [k for k in knobs() if k.kind == "yaml" and (normal(k.name) == lib or lib in normal(k.name)
+                                                          or squashed in k.help.lower().replace(" ", "").replace("-", ""))]
+    if not chooser:
+        return None
+    knob = min(chooser, key=lambda k: (normal(k.name) != lib, lib not in normal(k.name)))
+    off = next((c for c in knob.choices if c in OFF), None) or ("false" if knob.default in ("True", "False") else None)
+    if off is None:
+        return None
+    acronym = "".join(part[0] for part in lib.split("_") if part)
+    others = [c for c in knob.choices if c not in (off, "auto", knob.default) and not c.startswith(acronym)]
+    elsewhere = "\n".join(line for line in log_text.splitlines() if needs not in line)
+    gpu = re.search(r"\b(gfx[0-9a-f]{3,4}|MI\d{2,3}X?|[AHV]100|A10G?|T4|L4|L40S?|RTX \w+)\b", elsewhere)
+    facts = [_("the library that refused: {lib} (innermost frame)", lib=lib),
+             _("it needs: {needs}", needs=needs)] + ([_("this GPU: {gpu}", gpu=gpu.group(1))] if gpu else [])
+    also = _(" (or another of its choices: {choices})", choices=", ".join(others)) if others else ""
+    return FamilyFinding(
+        "hardware-limit", _("{lib} does not run on this GPU: it needs {needs}", lib=lib, needs=needs),
+        _("The run chose {lib} (the setting `{name}`), and {lib} refuses this GPU: \"{said}\" No setting of "
+          "{lib} changes that; the run must not use it here.", lib=lib, name=knob.name, said=message[:200]),
+        _("Set `{line}`{also} and run it again, or train on a GPU it supports ({needs}).", line=knob.spelled(off),
+          also=also, needs=needs),
+        [rerun_with(knob, off, log_text)], facts, own_cause=True)
+
+
+def ran_line(log_text: str) -> str | None:
+    """The command line the log shows the person ran (`$ vllm serve ...`, `$ FORCE_TORCHRUN=1 llamafactory-cli ...`)."""
+    for line in log_text.splitlines():
+        m = re.match(r"^\s*[$#]\s+(.*\b(?:vllm serve|llamafactory-cli \w+)\b.*)$", line)
+        if m:
+            return m.group(1).strip()
+    return None
+
+
+def rerun_with(knob: Knob, value: str, log_text: str) -> str:
+    """The command the person ran, with this setting changed: a flag replaced or added, `key=value` appended to
+    llamafactory-cli (it reads such overrides after the YAML), a variable put before it."""
+    line = ran_line(log_text)
+    if knob.kind == "flag":
+        base = line if line and "vllm serve" in line else "vllm serve MODEL"
+        pattern = re.compile(re.escape(knob.flag or "") + r"(?:[ =](?!-)\S+)?")
+        spelled = knob.spelled(value)
+        return pattern.sub(spelled, base, count=1) if pattern.search(base) else f"{base} {spelled}"
+    if knob.kind == "env":
+        return f"{knob.name}={value} {line}" if line else knob.spelled(value)
+    if knob.kind == "yaml":
+        base = line if line and "llamafactory-cli" in line else "llamafactory-cli train configs/train.yaml"
+        return f"{base} {knob.name}={str(value).lower() if value in ('True', 'False') else value}"
+    return knob.spelled(value)
+
+
+def _advice(message: str) -> FamilyFinding | None:
+    advice = advice_of(message)
+    if not advice:
+        return None
+    statement = next((s for s in sentences(message) if s not in advice), message)[:200]
+    return FamilyFinding(
+        "library-advice", _("The library says what to do: {advice}", advice=advice[0][:160]),
+        _("The error is one its library explains itself: {statement}", statement=statement),
+        _("Do what the message says: \"{advice}\"; then run it again.", advice=" ".join(advice)),
+        [], [_("the library's advice: {advice}", advice=a) for a in advice], own_cause=True)
+
+
+def _stems(text: str) -> set[str]:
+    out = set()
+    for w in WORDS.findall(text.replace("_", " ")):
+        w = w.lower()
+        if len(w) < 4 or w in STOP:
+            continue
+        out.add(re.sub(r"(?:ing|ed|es|e|s)$", "", w) or w)
+    return out
+
+
+def _documented_cause(root: str, frames: str, log_text: str, args: dict) -> FamilyFinding | None:
+    shown = shown_settings(log_text, args)
+    if not shown:
+        return None
+    root_words = _stems(_message(root))
+    context = root_words | _stems(_code_of(frames))
+    by_name = {k.name: k for k in knobs() if k.kind in ("yaml", "flag")}
+    best: tuple[int, Knob, str, str] | None = None
+    for name, value in shown.items():
+        knob = by_name.get(name)
+        if knob is None or _same(value, knob.default):
+            continue
+        for sentence in sentences(knob.help):
+            if not WARNS.search(sentence):
+                continue
+            shared = _stems(sentence) & context
+            if len(shared) >= 2 and shared & root_words and (best is None or len(shared) > best[0]):
+                best = (len(shared), knob, value, sentence)
+    if best is None:
+        return None
+    _n, knob, value, sentence = best
+    line = knob.spelled(value)
+    return FamilyFinding(
+        "setting-documented-cause", _("This run's setting `{line}` is documented to cause this", line=line),
+        _("The run set `{name}` to {value} (its default: {default}), and its documentation says: \"{doc}\" That is "
+          "what failed here.", name=knob.name, value=value, default=knob.default, doc=sentence),
+        _("Set `{name}` back to {default} for the runs that need what it prevents, or keep it and do not ask for "
+          "that (its documentation, above, says what it rules out).", name=knob.name, default=knob.default),
+        [knob.spelled(knob.default or "...")],
+        [_("the run's setting: {line} (default {default})", line=line, default=knob.default),
+         _("its documentation: {text}", text=knob.help[:300])], own_cause=True, contradiction=True)
+
+
+def _code_of(frames: str) -> str:
+    """The functions and source lines of a traceback, without its file paths."""
+    out = []
+    for line in frames.splitlines():
+        m = re.search(r'File "[^"]*", line \d+, in (\w+)', line)
+        out.append(m.group(1) if m else line if not re.search(r'File "', line) else "")
+    return "\n".join(out)
+
+
+def _same(value: str, default: str | None) -> bool:
+    norm = {"true": "True", "false": "False", "null": "None", "~": "None"}
+    return norm.get(str(value).lower(), str(value)) == norm.get(str(default).lower(), str(default))

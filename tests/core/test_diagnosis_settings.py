@@ -1,0 +1,204 @@
+"""Diagnoses reasoned from the libraries' own settings (core.train.diagnosis_settings, setting_mentions, knobs):
+each mechanism on several messages as the libraries print them, and on messages it must leave alone."""
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from core.train import knob_index
+from core.train.diagnosis_families_config import RunSettings
+from core.train.diagnosis_settings import settings_finding, settings_first_finding, shown_settings
+from core.train.failures import diagnose_files, diagnose_text
+from core.train.knobs import front_end, knobs, lookup
+from core.train.setting_mentions import read
+
+ROOT = Path(__file__).parents[2]
+LOGS = ROOT / "tests" / "fixtures" / "logs"
+VLLM_FRAMES = '  File "/venv/lib/python3.11/site-packages/vllm/config.py", line 800, in verify\n'
+LF_FRAMES = '  File "/venv/lib/python3.11/site-packages/llamafactory/train/tuner.py", line 72, in run\n'
+
+
+def _traceback(lines: list[str], error: str) -> str:
+    return "\n".join(["Traceback (most recent call last):", *lines, error, ""])
+
+
+# --- the index: what the libraries declare, generated from them ------------------------------------------------
+
+def test_the_index_holds_the_settings_of_every_library_with_its_help():
+    libs = {k.lib for k in knobs()}
+    assert {"llamafactory", "transformers", "peft", "deepspeed", "vllm"} <= libs
+    rank = [k for k in lookup("max_lora_rank") if k.kind == "flag"]
+    assert rank and rank[0].flag == "--max-lora-rank" and "64" in rank[0].choices
+    (unused,) = [k for k in knobs() if k.name == "ddp_find_unused_parameters"]
+    assert "find_unused_parameters" in unused.help and unused.commands == ("train",)
+    (attn,) = [k for k in knobs() if k.name == "flash_attn" and k.kind == "yaml"]
+    assert {"disabled", "sdpa", "fa2"} <= set(attn.choices)
+
+
+def test_the_committed_index_is_what_the_installed_llamafactory_declares(uses_llamafactory):
+    """Regenerated in this process: a LLaMA-Factory or transformers upgrade that adds, drops or renames a key
+    fails here until `make knobs` is run."""
+    committed = json.loads(knob_index.INDEX.read_text(encoding="utf-8"))
+    mine = {(e["name"], e["lib"]) for e in committed["knobs"] if e["source"] == "llamafactory"}
+    assert mine == {(e["name"], e["lib"]) for e in knob_index.llamafactory_knobs()}
+    assert {e["name"] for e in committed["knobs"] if e["source"] == "peft"} == {e["name"] for e in knob_index.peft_knobs()}
+
+
+@pytest.mark.serve
+def test_the_committed_index_is_what_the_installed_vllm_declares():
+    serve = ROOT / ".venv-serve" / "bin" / "python"
+    code = ("import json; from core.train.knob_index import vllm_knobs; "
+            "print(json.dumps(sorted([e['kind'], e['name']] for e in vllm_knobs())))")
+    out = subprocess.run([str(serve), "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300, check=True)
+    fresh = json.loads(out.stdout.strip().splitlines()[-1])
+    committed = json.loads(knob_index.INDEX.read_text(encoding="utf-8"))
+    assert fresh == sorted([e["kind"], e["name"]] for e in committed["knobs"] if e["source"] == "vllm")
+
+
+def test_the_front_end_is_the_one_the_person_ran():
+    rank = lookup("max_lora_rank")
+    assert front_end(rank, "vllm").spelled("64") == "--max-lora-rank 64"
+    assert front_end(rank, "infer").spelled("64") == "vllm_max_lora_rank: 64"  # llamafactory-cli api, vLLM backend
+    assert front_end(lookup("modules_to_save"), "train").name == "additional_target"
+
+
+# --- reading a message ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("message, libs, setting, wanted", [
+    ("LoRA rank 64 is greater than max_lora_rank 16.", {"vllm"}, "max_lora_rank", "64"),
+    ("LoRA rank 100 is greater than max_lora_rank 64.", {"vllm"}, "max_lora_rank", "128"),  # its next choice
+    ("Total number of attention heads (28) must be divisible by tensor parallel size (8).", {"vllm"},
+     "tensor_parallel_size", "4"),
+    ("Total number of hidden layers (30) must be divisible by pipeline parallel size (4).", {"vllm"},
+     "pipeline_parallel_size", "2"),
+    ("You can enable unused parameter detection by passing the keyword argument `find_unused_parameters=True` to "
+     "`torch.nn.parallel.DistributedDataParallel`.", {"torch"}, "ddp_find_unused_parameters", "True"),
+    ("Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use the 'spawn' "
+     "start method", {"vllm", "torch"}, "VLLM_WORKER_MULTIPROC_METHOD", "spawn"),
+])
+def test_a_message_names_a_setting_and_what_it_needs(message, libs, setting, wanted):
+    reading = read(message, libs)
+    first = reading.mentions[0]
+    assert setting in [k.name for k in first.knobs] or setting in [k.name for m in reading.mentions for k in m.knobs]
+    assert (reading.wanted or first.value) == wanted
+
+
+def test_divisible_lists_every_value_that_satisfies_it():
+    reading = read("Total number of attention heads (28) must be divisible by tensor parallel size (8).", {"vllm"})
+    assert reading.options == [7, 4, 2, 1] and reading.current == "8"
+
+
+def test_two_settings_that_exclude_each_other_and_the_librarys_own_advice():
+    reading = read("Cannot specify `val_size` if `eval_dataset` is not None.", {"llamafactory"})
+    assert reading.conflict and [m.text for m in reading.mentions] == ["val_size", "eval_dataset"]
+    assert read("Please use FORCE_TORCHRUN=1 to launch DeepSpeed training.", {"llamafactory"}).advice == [
+        "Please use FORCE_TORCHRUN=1 to launch DeepSpeed training."]
+
+
+@pytest.mark.parametrize("message", [
+    "KeyError: 'input_ids'",  # a generic word, no setting
+    "CUDA out of memory. Tried to allocate 2.00 GiB",
+    "division by zero",
+    "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!",
+])
+def test_a_message_without_a_setting_names_none(message):
+    reading = read(message, {"torch", "transformers", "llamafactory"})
+    assert not reading.mentions and reading.wanted is None
+
+
+# --- the diagnoses ---------------------------------------------------------------------------------------------------
+
+def test_named_setting_rewrites_the_command_that_was_run():
+    log = ("$ vllm serve /models/Qwen2.5-7B --tensor-parallel-size 8 --port 8000\n"
+           + _traceback([VLLM_FRAMES], "ValueError: Total number of attention heads (28) must be divisible by tensor "
+                        "parallel size (8)."))
+    first = diagnose_text(log, "serve.log", exit_code=1)[0]
+    assert first.id == "named-setting"
+    assert first.commands == ["vllm serve /models/Qwen2.5-7B --tensor-parallel-size 4 --port 8000"]
+    assert "7, 4, 2, 1" in first.fix and any("value in this run: 8" in e.text for e in first.evidence)
+
+
+def test_named_setting_through_llamafactory_is_its_yaml_key():
+    log = ("$ llamafactory-cli api examples/inference/qwen_vllm.yaml\n"
+           + _traceback([LF_FRAMES, VLLM_FRAMES], "ValueError: LoRA rank 64 is greater than max_lora_rank 32."))
+    first = diagnose_text(log, "api.log", exit_code=1)[0]
+    assert first.id == "named-setting" and "vllm_max_lora_rank: 64" in first.fix
+    assert first.commands == ["llamafactory-cli api examples/inference/qwen_vllm.yaml vllm_max_lora_rank=64"]
+
+
+def test_keys_of_another_command_and_a_misspelt_key():
+    found = diagnose_files([LOGS / "heldout5" / "cfg_train_yaml_to_webchat.log"])[0]
+    assert found.id == "wrong-command-keys" and "llamafactory-cli train" in found.title
+    typo = diagnose_files([LOGS / "unseen" / "unused_yaml_key.log"], exit_code=1)[0]
+    assert typo.id == "wrong-command-keys" and "learning_rat -> learning_rate" in typo.fix
+    assert settings_finding("ValueError: Some keys are not used by the HfArgumentParser: ['lora_rnk']", "",
+                            log_text="$ llamafactory-cli train x.yaml").fix.count("lora_rank")
+
+
+def test_a_setting_documented_to_cause_the_failure_comes_first():
+    root = "ValueError: Can't find a valid checkpoint at saves/run/checkpoint-125"
+    frames = '  File "/v/site-packages/transformers/trainer.py", line 2206, in train\n' \
+             "    return inner_training_loop(resume_from_checkpoint=resume_from_checkpoint)\n"
+    run = RunSettings(args={"save_only_model": True, "resume_from_checkpoint": "saves/run/checkpoint-125"})
+    found = settings_first_finding(root, frames, settings=run)
+    assert found.id == "setting-documented-cause" and "save_only_model: true" in found.title
+    assert "resuming" in found.explanation and found.contradiction
+    # at its default it is no cause; and a setting whose warning is about something else is none either
+    assert settings_first_finding(root, frames, settings=RunSettings(args={"save_only_model": False})) is None
+    assert settings_first_finding("RuntimeError: CUDA out of memory", "", settings=run) is None
+
+
+def test_settings_the_log_shows_are_read_only_under_real_names():
+    log = ("$ cat train.yaml\nsave_only_model: true\nstage: sft  # the stage\nnot_a_key: 3\n"
+           "[INFO|2026] llamafactory >> loading: model\n"
+           "$ llamafactory-cli train train.yaml learning_rate=1e-4\n$ vllm serve m --max-lora-rank 32 --enable-lora\n")
+    shown = shown_settings(log, {})
+    assert shown == {"save_only_model": "true", "stage": "sft", "learning_rate": "1e-4", "max_lora_rank": "32",
+                     "enable_lora": "true"}
+
+
+@pytest.mark.parametrize("error, lib, gpu_line", [
+    ("RuntimeError: FlashAttention only supports AMD MI200 GPUs or newer.", "flash_attn", "gfx908"),
+    ("RuntimeError: FlashAttention only supports Ampere GPUs or newer.", "flash_attn", "Tesla V100"),
+])
+def test_a_library_that_refuses_this_gpu_is_turned_off_by_its_setting(error, lib, gpu_line):
+    frames = f'  File "/v/site-packages/{lib}/flash_attn_interface.py", line 171, in _fwd\n'
+    found = settings_finding(error, frames, log_text=f"$ llamafactory-cli train x.yaml\nGPU: {gpu_line}\n")
+    assert found.id == "hardware-limit" and "flash_attn: disabled" in found.fix and "sdpa" in found.fix
+    assert found.commands == ["llamafactory-cli train x.yaml flash_attn=disabled"]
+
+
+def test_a_hardware_limit_of_a_library_no_setting_chooses_is_left_to_others():
+    frames = '  File "/v/site-packages/some_kernels/ops.py", line 3, in run\n'
+    assert settings_finding("RuntimeError: some_kernels only supports Hopper GPUs or newer.", frames) is None
+
+
+@pytest.mark.parametrize("error, file", [
+    ("OSError: Consistency check failed: file should be of size 3963750880 but has size 3587149413 "
+     "(model-00002-of-00008.safetensors).", "model-00002-of-00008.safetensors"),
+    ("RuntimeError: Unable to load shards/model-00001-of-00004.bin: expected size 4976698672 bytes, got 1073741824",
+     "shards/model-00001-of-00004.bin"),
+])
+def test_a_file_the_error_gives_two_sizes_for_was_cut_short(error, file):
+    first = diagnose_text(_traceback([], error), "train.log", exit_code=1)[0]
+    assert first.id == "file-cut-short" and file in first.title and "--force-download" in first.commands[0]
+
+
+def test_the_librarys_advice_when_it_names_no_setting():
+    found = settings_finding("RuntimeError: Cannot find the kernel. Please reinstall the package with "
+                             "`pip install kernels --no-build-isolation`.", "")
+    assert found.id == "library-advice" and "pip install kernels" in found.fix
+    assert settings_finding("RuntimeError: the kernel failed", "") is None
+
+
+def test_the_index_builder_replaces_one_library_and_keeps_the_others(tmp_path, monkeypatch, uses_torch):
+    """`python -m core.train.knob_index peft` (PEFT imports torch) replaces the PEFT entries and keeps every other library's."""
+    copy = tmp_path / "knobs.json"
+    copy.write_text(knob_index.INDEX.read_text(encoding="utf-8"), encoding="utf-8")
+    monkeypatch.setattr(knob_index, "INDEX", copy)
+    before = json.loads(copy.read_text(encoding="utf-8"))
+    index = knob_index.build(["peft"])
+    assert [e for e in index["knobs"] if e["source"] != "peft"] == [e for e in before["knobs"] if e["source"] != "peft"]
+    assert {e["name"] for e in index["knobs"] if e["source"] == "peft"} >= {"r", "target_modules", "modules_to_save"}
