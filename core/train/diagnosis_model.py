@@ -29,6 +29,7 @@ class Diagnosis:
     commands: list[str] = field(default_factory=list)
     evidence: list[LogEvidence] = field(default_factory=list)
     score: float = 0.0
+    before_root: bool = False  # a rule that matched only an earlier, handled exception (lines above the root's)
 
     def to_dict(self) -> dict:
         return {"id": self.id, "title": self.title, "evidence": [e.to_dict() for e in self.evidence],

@@ -2,13 +2,16 @@
 
 core.train.failures ranks the rules' diagnoses and names the root exception; then `with_family`:
 - asks core.train.diagnosis_families_config (a config that contradicts itself or the machine, with the run's own
-  settings), core.train.diagnosis_families_machine, core.train.diagnosis_families (then diagnosis_families_setup)
+  settings), core.train.diagnosis_families_machine, core.train.diagnosis_signature (a call whose arguments do not
+  fit), core.train.diagnosis_families (then diagnosis_families_setup, then core.train.diagnosis_settings)
   which family the root line belongs to, with this run's facts; the family's
   diagnosis comes first when no rule explained the root (only the generic root-cause one, or a symptom), or
   when it overrides the rule that did (a full /dev/shm is no full disk), and second otherwise;
 - quotes the known upstream thread (core.train.known_issues) on the first diagnosis: "seen upstream: <link>"
   with that thread's fix.
 - makes each rule's machine-specific advice agree with the machine the log describes (core.train.diagnosis_advice).
+- right after the environment, asks core.train.diagnosis_settings for a setting of this run whose own
+  documentation says it causes this failure (ranked first, like a contradiction);
 - before them all, asks core.train.diagnosis_environment whether the environment facts the log printed (and the
   doctor's saved verdicts) contradict each other: such a contradiction is the cause, first above any rule.
 The Train step, `devtune diagnose` and `devtune monitor` all get their diagnosis through here.
@@ -25,6 +28,7 @@ from core.train.diagnosis_families import family_finding
 from core.train.diagnosis_families_config import RunSettings, config_finding
 from core.train.diagnosis_families_machine import machine_finding
 from core.train.diagnosis_families_setup import setup_finding
+from core.train.diagnosis_signature import signature_skew
 from core.train.diagnosis_settings import settings_finding, settings_first_finding
 from core.train.diagnosis_model import Diagnosis, LogEvidence, exception_evidence, where_evidence
 from core.train.known_issues import match_known_issue
@@ -89,6 +93,7 @@ def with_family(found: list[Diagnosis], cause: RootCause, logs: list[tuple[str, 
                or settings_first_finding(root, frames, log_text=log_text, settings=run)
                or config_finding(root, frames, log_text=log_text, settings=run)
                or machine_finding(root, frames, python=python, log_text=log_text)
+               or signature_skew(root, frames, python=python, log_text=log_text)
                or family_finding(root, frames, exit_signal=cause.signal, python=python, log_text=log_text)
                or setup_finding(root, frames, log_text=log_text)
                or settings_finding(root, frames, log_text=log_text))
@@ -99,7 +104,8 @@ def with_family(found: list[Diagnosis], cause: RootCause, logs: list[tuple[str, 
             LogEvidence(_("facts"), None, fact) for fact in finding.facts] + where_evidence(cause)
         family = Diagnosis(finding.id, finding.title, finding.explanation, finding.fix, finding.commands,
                            evidence, found[0].score + 1)
-        first = found[0].id in GENERIC or found[0].id in finding.overrides or finding.contradiction
+        first = (found[0].id in GENERIC or found[0].id in finding.overrides or finding.contradiction
+                 or (finding.own_cause and found[0].before_root))  # the rule read an earlier, handled exception
         if first:
             found = [family] + [d for d in found if d.id != "root-cause"]
         elif exc is not None:  # a signal alone: the rule that came first already says what the family would

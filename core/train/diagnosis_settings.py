@@ -90,6 +90,7 @@ def settings_finding(root: str, frames: str, *, log_text: str = "", **_kw) -> Fa
     return (_unused_keys(message, log_text, command)
             or _named(message, frames, log_text, command)
             or _hardware_limit(message, frames, log_text, command)
+            or (None if MACHINE_ERROR.search(root) else _old_release(frames, log_text))
             or _advice(message))
 
 
@@ -225,6 +226,53 @@ def _hardware_limit(message: str, frames: str, log_text: str, command: str | Non
         _("Set `{line}`{also} and run it again, or train on a GPU it supports ({needs}).", line=knob.spelled(off),
           also=also, needs=needs),
         [rerun_with(knob, off, log_text)], facts, own_cause=True)
+
+
+# an error of the machine (the OS's errno, the GPU runtime, memory), which no release of the code causes
+MACHINE_ERROR = re.compile(r"\(os error \d+\)|\[Errno \d+\]|\b(?:CUDA|HIP|NCCL|RCCL|cuDNN|MIOpen|HSA)\b.{0,20}"
+                           r"(?:error|failure)|out of memory|\bKilled\b|Segmentation fault|Bus error", re.I)
+RENAMED = {"llmtuner": "0.7", "llama-efficient-tuning": "0.1", "llama_efficient_tuning": "0.1"}  # LLaMA-Factory's names before 0.8
+
+
+def _old_release(frames: str, log_text: str) -> FamilyFinding | None:
+    """The run's LLaMA-Factory is a release (or a checkout) well behind the one devtune is built against, and the
+    failure passes through its code: an error of an old release's own code path is most often fixed upstream."""
+    from packaging.version import InvalidVersion, Version
+
+    from core.train.diagnosis_signature import package_of, pip_versions
+    from core.train.knobs import library_version
+
+    known = library_version("llamafactory")
+    if known is None:
+        return None
+    packages = {package_of(p) for p in re.findall(r'File "([^"]+)"', frames)}
+    ours = packages & {"llamafactory", "llmtuner"} or {p for p in RENAMED if p in frames.lower()}
+    if not ours:
+        return None
+    printed = pip_versions(log_text)
+    version = printed.get("llamafactory") or printed.get("llmtuner")
+    name = next(iter(sorted(ours)))
+    try:
+        have = Version(version or RENAMED.get(name, ""))
+    except InvalidVersion:
+        return None
+    if (have.major, have.minor) >= (Version(known).major, Version(known).minor - 1):
+        return None
+    date = re.search(r"^[0-9a-f]{7,40} (\d{4}-\d{2}-\d{2})\s*$", log_text, re.M)
+    facts = [_("LLaMA-Factory of this run: {name} {version}", name=name, version=version or _("before 0.8")),
+             _("the release devtune is built against: {version}", version=known)]
+    if date:
+        facts.append(_("the checkout's last commit: {date}", date=date.group(1)))
+    return FamilyFinding(
+        "old-release", _("An old LLaMA-Factory ({name} {version}) failed in its own code path", name=name,
+                         version=version or _("before 0.8")),
+        _("The error is raised on a path through LLaMA-Factory's code, and this LLaMA-Factory is several releases "
+          "behind {known}; no rule explains it, and failures of an old release's own code (unsupported "
+          "combinations, bugs) are most often fixed upstream since.", known=known),
+        _("Update LLaMA-Factory (in a git checkout: `git pull` then `pip install -e .`; else `pip install -U "
+          "llamafactory`) and run the same config again; if it still fails, the diagnosis of the new log is "
+          "about this run."),
+        ["git pull && pip install -e .", "pip install -U llamafactory"], facts, own_cause=True)
 
 
 def ran_line(log_text: str) -> str | None:

@@ -222,6 +222,10 @@ def _rank(found: dict[str, tuple[list[LogEvidence], float]], exit_code: int | No
     if cause is None or graceful or not (failed or (exit_code is None and cause.exception)):
         return out
     exc = cause.exception
+    if exc is not None and exc.traceback_start:
+        for d in out:
+            own = [e for e in d.evidence if e.file == exc.file and e.line is not None]
+            d.before_root = bool(own) and all(e.line < exc.traceback_start for e in own)
     explained = [d for d in out if exc is not None and any(e.file == exc.file and e.line == exc.line
                                                            for e in d.evidence)]
     symptoms = {r.id for r in table if r.symptom}

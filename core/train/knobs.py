@@ -72,6 +72,13 @@ def knobs() -> tuple[Knob, ...]:
                  for e in data["knobs"])
 
 
+def library_version(lib: str) -> str | None:
+    """The version of a library the index was generated from ("llamafactory" -> "0.9.5")."""
+    text = json.loads(INDEX.read_text(encoding="utf-8")).get("libraries", {}).get(lib) or ""
+    m = re.search(re.escape(lib.replace("_", "-")) + r"\S* (\S+)", text)
+    return m.group(1) if m else None
+
+
 def normal(name: str) -> str:
     return name.strip("`'\" ").lstrip("-").replace("-", "_").replace(" ", "_").lower()
 

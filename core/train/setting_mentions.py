@@ -76,7 +76,7 @@ def advice_of(message: str) -> list[str]:
 def _owned(found: list[Knob], libs: set[str]) -> list[Knob]:
     """Of the settings a name can mean, those of the libraries this failure passed through (all, if none)."""
     mine = [k for k in found if k.lib in libs]
-    return mine or found
+    return mine if libs else found
 
 
 def mentions(message: str, libs: set[str]) -> list[Mention]:
@@ -88,22 +88,27 @@ def mentions(message: str, libs: set[str]) -> list[Mention]:
         key = normal(text)
         if key in seen or key in GENERIC or len(key) < 3:
             return
+        if message[start + len(text):start + len(text) + 1] == "(" or message[start - 1:start] == ".":
+            return  # a function or a method (`tokenizer.add_special_tokens({...})`), not a setting
         found = lookup(text)
         if how == "name" and found and not exists(text):
             how = "documented"  # the name is another library's argument, documented by this setting
+        else:
+            found = _owned(found, libs)
         if not found:
             return
         seen.add(key)
-        out.append(Mention(text, _owned(found, libs), how, start, value))
+        out.append(Mention(text, found, how, start, value))
 
     for m in ASSIGN.finditer(message):
         add(m.group(1), m.start(), "name", m.group(2).strip("'\""))
     for m in FLAGGED.finditer(message):
         add(m.group(1), m.start(), "name")
     for m in TICKED.finditer(message):
-        word = next(g for g in m.groups() if g)
+        group = next(i for i, g in enumerate(m.groups(), 1) if g)
+        word = m.group(group)
         if re.fullmatch(r"[\w.-]+", word):
-            add(word, m.start(), "name")
+            add(word, m.start(group), "name")
     for m in IDENT.finditer(message):
         add(m.group(1), m.start(), "name")
     words = [(w.group(0), w.start()) for w in WORDS.finditer(message)]

@@ -95,8 +95,11 @@ def _families() -> list[str]:
              _("When no rule knows an error, devtune diagnose names its family from the root line and fills in "
                "the facts of this run and machine:"), ""]
     about = {
-        "version-skew": _("two libraries released for different versions of each other: both packages, their "
-                          "installed versions, the range the caller declares, and the pin that fixes it"),
+        "version-skew": _("two libraries released for different versions of each other (a missing name, a saved "
+                          "file's unknown field, a call whose arguments do not fit the function, the run's own "
+                          "override of a library's method): both packages, their installed versions (the log's pip "
+                          "list, else the run's environment), the range the caller declares, and the pin that "
+                          "fixes it"),
         "resource-exhaustion": _("host RAM, GPU memory, disk or disk quota, /dev/shm, open files, processes, "
                                  "a Slurm job's memory limit: which resource, and its size or limit on this machine"),
         "rendezvous-network": _("ports in use, host names that do not resolve, addresses nothing answers on, "
@@ -157,6 +160,8 @@ def _families() -> list[str]:
         "hardware-limit": _("a library that refuses this GPU (\"only supports ... or newer\"): the setting that "
                             "chooses that library, and a choice that does not use it"),
         "library-advice": _("no setting is named, but the library says what to do: its own words"),
+        "old-release": _("an error on a path through an old LLaMA-Factory's own code (llmtuner, LLaMA-Efficient-Tuning, "
+                         "a release well behind the one devtune is built on), not one of the machine: update first"),
     }
     lines += [f"- `{fid}`: {text}" for fid, text in about.items()] + [""]
     lines += ["### " + _("Seen upstream"), "", _("A root line like one of these also shows the thread and its fix:"),

@@ -202,3 +202,64 @@ def test_the_index_builder_replaces_one_library_and_keeps_the_others(tmp_path, m
     index = knob_index.build(["peft"])
     assert [e for e in index["knobs"] if e["source"] != "peft"] == [e for e in before["knobs"] if e["source"] != "peft"]
     assert {e["name"] for e in index["knobs"] if e["source"] == "peft"} >= {"r", "target_modules", "modules_to_save"}
+
+
+# --- a call whose arguments do not fit the function: two packages of different versions ----------------------------
+
+def _log(pip: list[str], frames: list[str], error: str, extra: list[str] = ()) -> str:
+    return "\n".join(["$ pip list | grep -E 'x'", *pip, *extra, "Traceback (most recent call last):", *frames, error, ""])
+
+
+def test_a_keyword_passed_through_a_decorator_is_the_callers_not_the_decorators():
+    log = _log(["datasets                  2.20.0", "pandas                    1.5.3"], [
+        '  File "/usr/lib/python3/dist-packages/datasets/packaged_modules/json/json.py", line 155, in _generate_tables',
+        '    df = pd.read_json(f, dtype_backend="pyarrow")',
+        '  File "/usr/lib/python3/dist-packages/pandas/util/_decorators.py", line 211, in wrapper',
+        "    return func(*args, **kwargs)"], "TypeError: read_json() got an unexpected keyword argument 'dtype_backend'")
+    first = diagnose_text(log, "train.log", exit_code=1)[0]
+    assert first.id == "version-skew" and "datasets" in first.title and "pandas" in first.title
+    assert any("pandas 1.5.3" in e.text for e in first.evidence) and "pip check" in first.commands
+
+
+def test_a_method_of_a_class_whose_module_is_in_the_traceback():
+    log = _log(["llmtuner 0.7.1 /root/LLaMA-Factory", "trl 0.9.3"], [
+        '  File "/venv/lib/python3.10/site-packages/trl/trainer/dpo_trainer.py", line 1257, in compute_loss',
+        "    loss, metrics = self.get_batch_loss_metrics(model, inputs)",
+        '  File "/root/LLaMA-Factory/src/llmtuner/train/dpo/trainer.py", line 120, in concatenated_forward',
+        "    all_logps = self.get_batch_logps("],
+        "TypeError: DPOTrainer.get_batch_logps() got an unexpected keyword argument 'average_log_prob'")
+    first = diagnose_text(log, "train.log", exit_code=1)[0]
+    assert first.id == "version-skew" and "llmtuner calls `DPOTrainer.get_batch_logps` of trl" in first.title
+    assert 'pip install "trl<0.9.3"' in first.commands[0]
+
+
+def test_a_library_calling_the_persons_override_with_its_new_signature():
+    log = _log(["transformers              4.46.0"], [
+        '  File "/venv/lib/python3.11/site-packages/transformers/trainer.py", line 3600, in training_step',
+        "    loss = self.compute_loss(model, inputs, num_items_in_batch=num_items_in_batch)"],
+        "TypeError: CustomTrainer.compute_loss() got an unexpected keyword argument 'num_items_in_batch'",
+        ["$ grep -n 'def compute_loss' my_sft.py", "41:    def compute_loss(self, model, inputs, return_outputs=False):"])
+    first = diagnose_text(log, "train.log", exit_code=1)[0]
+    assert first.id == "version-skew" and "my_sft.py" in first.title and "transformers 4.46.0" in first.fix
+
+
+def test_a_signature_error_inside_one_package_is_no_skew():
+    frames = '  File "/venv/lib/python3.11/site-packages/peft/tuners/lora.py", line 9, in f\n    g(1, 2, 3)\n'
+    from core.train.diagnosis_signature import signature_skew
+
+    assert signature_skew("TypeError: g() takes 2 positional arguments but 3 were given", frames) is None
+
+
+@pytest.mark.parametrize("pip, frame, old", [
+    ("llmtuner                  0.7.1.dev0     /home/u/LLaMA-Factory",
+     '  File "/home/u/LLaMA-Factory/src/llmtuner/train/dpo/workflow.py", line 64, in run_dpo', True),
+    ("", '  File "/home/u/LLaMA-Efficient-Tuning/src/train_sft.py", line 69, in main', True),
+    ("llamafactory              0.9.4", '  File "/v/site-packages/llamafactory/train/tuner.py", line 72, in run', False),
+])
+def test_an_old_llamafactory_failing_in_its_own_code_is_told_to_update(pip, frame, old):
+    log = "\n".join(["$ pip list", pip, "Traceback (most recent call last):", frame, "    x()",
+                     "AssertionError", ""])
+    first = diagnose_text(log, "train.log", exit_code=1)[0]
+    assert (first.id == "old-release") is old
+    if old:
+        assert "git pull && pip install -e ." in first.commands
