@@ -49,3 +49,20 @@ def find_native_abort(numbered: list[tuple[int, str]], prefix: re.Pattern) -> tu
         if abort is None and ABORT.match(text):
             abort = (number, int(m.group(1)) if m else None, text)
     return abort
+
+
+# A program's own error line when it printed no traceback: argparse's and Slurm's `prog: error: ...`, Go tools'
+# `Error: ...` (ollama), pip's `ERROR: ...`, a shell's `prog: fatal: ...`. Never a logger's record (`ERROR 12-03 ...`,
+# `[ERROR|...]`), which the traceback readers see.
+ERROR_LINE = re.compile(r"^(?:[\w./-]+: )?(?:error|fatal)(?:\([\w ]+\))?: \S.*|^(?:Error|ERROR|FATAL|Fatal): \S.*")
+
+
+def find_error_line(numbered: list[tuple[int, str]], prefix: re.Pattern) -> tuple[int, int | None, str] | None:
+    """(line, rank, text) of the last error line a program printed, for a log without a Python traceback."""
+    found = None
+    for number, raw in numbered:
+        m = prefix.match(raw)
+        text = (raw[m.end():] if m else raw).strip()
+        if ERROR_LINE.match(text):
+            found = (number, int(m.group(1)) if m else None, text[:400])
+    return found

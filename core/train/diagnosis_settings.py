@@ -88,6 +88,7 @@ def settings_finding(root: str, frames: str, *, log_text: str = "", **_kw) -> Fa
     command = command_of(log_text, frames)
     message = _message(root)
     return (_unused_keys(message, log_text, command)
+            or _unknown_flags(message, log_text, command)
             or _named(message, frames, log_text, command)
             or _hardware_limit(message, frames, log_text, command)
             or (None if MACHINE_ERROR.search(root) else _old_release(frames, log_text))
@@ -135,6 +136,48 @@ def _unused_keys(message: str, log_text: str, command: str | None) -> FamilyFind
         _("Remove these keys, or rename them to keys of `llamafactory-cli {command}` (`devtune config check` "
           "lists what is wrong in a config).", command=word),
         ["devtune config check"], facts, own_cause=True)
+
+
+UNRECOGNIZED = re.compile(r"unrecognized arguments?: (.+)|no such option: (--?[\w-]+)|unknown (?:flag|option): (--?[\w-]+)")
+
+
+def _unknown_flags(message: str, log_text: str, command: str | None) -> FamilyFinding | None:
+    """argparse's "unrecognized arguments: --lora-path x": the flags the program has (its --help in the log, else
+    vLLM's own when it is vllm), and the closest one to each unknown flag."""
+    m = UNRECOGNIZED.search(message)
+    if m is None:
+        return None
+    unknown = [w for w in (m.group(1) or m.group(2) or m.group(3)).split() if w.startswith("-")]
+    if not unknown:
+        return None
+    listed = sorted(set(re.findall(r"^\s{2,}(--[a-z][\w-]+)", log_text, re.M)))
+    known = listed or ([k.flag for k in knobs() if k.kind == "flag" and k.flag] if command == "vllm" else [])
+    helps = {k.flag: k.help for k in knobs() if k.kind == "flag" and k.flag}
+    pairs = {f: _closest_flags(f, known, helps) for f in unknown}
+    lines = [f"{f} -> {' / '.join(g)}" for f, g in pairs.items() if g]
+    facts = [_("flags it does not have: {flags}", flags=", ".join(unknown))] + (
+        [_("closest flags it has: {pairs}", pairs="; ".join(lines))] if lines else [])
+    return FamilyFinding(
+        "wrong-command-keys", _("The command has flags it does not know: {flags}", flags=", ".join(unknown)),
+        _("The program stopped before doing anything: it has no such flag (a flag of another version or "
+          "another program, or a misspelling)."),
+        _("Use the flag it has ({pairs}) or remove it; `--help` lists them.", pairs="; ".join(lines)) if lines else
+        _("Remove the flag, or use the one `--help` lists for it."),
+        [f"{'vllm serve' if command == 'vllm' else 'PROGRAM'} --help"], facts, own_cause=True)
+
+
+def _closest_flags(flag: str, known: list[str], helps: dict[str, str]) -> list[str]:
+    """The flags that mean what `flag` seems to: the words they share (in the name, and in the flag's help: `path`
+    is in --lora-modules' "name=path"), then the spelling."""
+    words = set(re.findall(r"[a-z]+", flag.lower()))
+
+    def score(other: str) -> float:
+        mine = set(re.findall(r"[a-z]+", other.lower()))
+        said = set(re.findall(r"[a-z]+", helps.get(other, "").lower()))
+        return 2 * len(words & mine) + len(words & said - mine) + difflib.SequenceMatcher(None, flag, other).ratio()
+
+    ranked = sorted(known, key=score, reverse=True)[:2]
+    return [f for f in ranked if score(f) >= 2.5]
 
 
 def _named(message: str, frames: str, log_text: str, command: str | None) -> FamilyFinding | None:

@@ -261,7 +261,15 @@ def _root_cause_diagnosis(cause: RootCause, exit_code: int | None) -> Diagnosis:
     exc = cause.exception
     if exc is not None:
         evidence = _exception_evidence(exc) + _where(cause)
-        native = bool(exc.printed)  # a faulthandler dump or a C++ what(), not a Python traceback
+        native = bool(exc.printed) and exc.exc_type != "error line"  # a faulthandler dump or a C++ what()
+        if exc.exc_type == "error line":
+            return Diagnosis(
+                "root-cause", exc.printed[:200],
+                _("No rule of devtune knows this error; the program printed no traceback, and this is the last "
+                  "error line it printed."),
+                _("The line names what was wrong (an argument, a file, a resource); the lines around it show what "
+                  "was run. Fix that and run it again."),
+                [f"sed -n '{max(1, exc.line - 20)},{exc.line + 5}p' {exc.file}"], evidence, 10.0)
         return Diagnosis(
             "root-cause", (exc.printed if exc.exc_type == "native abort" else exc.text)[:200],
             _("No rule of devtune knows this error; the process crashed in native code (a compiled library), "

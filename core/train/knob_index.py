@@ -156,10 +156,13 @@ def vllm_knobs() -> list[dict]:
     from vllm.entrypoints.launchers.cli_args import make_arg_parser
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
+    from vllm.entrypoints.launchers import cli_args
+
     docs: dict[str, str] = {}
-    for name in dir(config):
-        cls = getattr(config, name)
-        if inspect.isclass(cls) and name.endswith("Config") and name != "SpeculativeConfig":
+    classes = [(name, getattr(config, name)) for name in dir(config)] + [
+        (name, getattr(cli_args, name)) for name in dir(cli_args) if name.endswith("Args")]  # serve's own flags
+    for name, cls in classes:
+        if inspect.isclass(cls) and name.endswith(("Config", "Args")) and name != "SpeculativeConfig":
             try:
                 from vllm.config.utils import get_attr_docs
                 for key, text in get_attr_docs(cls).items():

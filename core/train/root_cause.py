@@ -29,7 +29,7 @@ import re
 import signal
 from dataclasses import dataclass, field
 
-from core.train.diagnosis_native import find_native_abort
+from core.train.diagnosis_native import find_error_line, find_native_abort
 from core.train.trainer_progress import last_progress
 
 # the rank prefix of each launcher: torchrun's `[rank0]:` and `[default0]:` (--tee), torchx's `[0]:`, and
@@ -380,6 +380,14 @@ def find_root_cause(logs: list[tuple[str, list[tuple[int, str]]]], *, exit_code:
             if found is not None:
                 number, rank, text = found
                 exceptions.append(RaisedException("native abort", text, name, number, rank, traceback_start=number,
+                                                  printed=text))
+                break
+    if not [e for e in exceptions if not e.wrapper]:  # a program's own error line (argparse, srun, ollama, pip)
+        for name, numbered in logs:
+            found = find_error_line(numbered, PREFIX)
+            if found is not None:
+                number, rank, text = found
+                exceptions.append(RaisedException("error line", text, name, number, rank, traceback_start=number,
                                                   printed=text))
                 break
     for _name, numbered in logs:

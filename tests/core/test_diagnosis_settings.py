@@ -263,3 +263,27 @@ def test_an_old_llamafactory_failing_in_its_own_code_is_told_to_update(pip, fram
     assert (first.id == "old-release") is old
     if old:
         assert "git pull && pip install -e ." in first.commands
+
+
+# --- a program's own error line, when it printed no traceback ---------------------------------------------------------
+
+@pytest.mark.parametrize("log, root", [
+    ("$ ollama create m -f Modelfile\ntransferring model data\nError: unknown type\n$ echo $?\n1\n", "Error: unknown type"),
+    ("$ sbatch -n 56 job.sh\nsbatch: error: Batch job submission failed: Requested node configuration is not "
+     "available\n$ scontrol show node c001\n   CPUTot=56\n", "sbatch: error: Batch job submission failed"),
+    ("ERROR: Could not find a version that satisfies the requirement torch==9.9\n", "ERROR: Could not find a version"),
+])
+def test_a_log_without_a_traceback_still_gets_its_error_line_as_the_root(log, root):
+    first = diagnose_text(log, "run.log")[0]
+    assert first.id == "root-cause" and first.title.startswith(root) and first.evidence[0].text.startswith(root)
+
+
+def test_a_logger_record_is_no_error_line():
+    assert diagnose_text("ERROR 12-03 10:00:01 [core.py:340] something\nINFO 12-03 done\n", "serve.log") == []
+
+
+def test_an_unknown_flag_gets_the_flag_that_means_it():
+    log = ("$ vllm serve m --enable-lora --lora-path saves/lora\nusage: vllm serve [model_tag] [options]\n"
+           "vllm: error: unrecognized arguments: --lora-path saves/lora\n")
+    first = diagnose_text(log, "serve.log", exit_code=2)[0]
+    assert first.id == "wrong-command-keys" and "--lora-path -> --lora-modules" in first.fix
