@@ -266,6 +266,7 @@ def _resources(root, frames, *, exit_signal, log_text="", **_kw) -> FamilyFindin
                                                                   "per node while loading, low_cpu_mem_usage, "
                                                                   "fewer preprocessing workers).")
         facts, commands = [], ["sacct -j $SLURM_JOB_ID --format=JobID,State,MaxRSS,ReqMem"]
+        overrides = ("oom-killer",)  # the kernel's OOM killer rule says dmesg and workers; this is the job's limit
     elif re.search(r"DefaultCPUAllocator: (?:can't|not enough memory)|Cannot allocate memory|Errno 12\]", root) or (
             exit_signal == "SIGKILL" and root.startswith(("SIGKILL", "Killed"))):
         kind, fix = _("host memory (RAM)"), _("The machine ran out of RAM: every rank loads the model into host "
