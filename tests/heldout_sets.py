@@ -53,3 +53,16 @@ def assert_exit_code_changes_nothing(folder: Path, expected: dict, known_misses:
         if name not in known_misses:
             found = diagnose_files([folder / name], exit_code=wanted["exit_code"])
             assert found[0].id in wanted["accept"], (name, found[0].id)
+
+
+def with_ids(raw: dict, ids: dict[str, tuple[str, str]]) -> dict:
+    """A collector's expected.json (whose `accept` is its own class name) with the diagnosis id that is right."""
+    return {name: {**e, "accept": [ids[name][0]] if name in ids else [e["family"]]} for name, e in raw.items()}
+
+
+def assert_right_by_id(folder: Path, name: str, expected: dict, ids: dict[str, tuple[str, str]],
+                       known_misses: dict[str, str], not_quoted: set[str]) -> None:
+    """assert_right with the words of `ids`; a file of `not_quoted` is right without quoting the thread's line
+    (its right finding quotes the facts it reasoned from instead: SOURCES.md says which)."""
+    wanted = {**expected[name], "quote": ""} if name in not_quoted else expected[name]
+    assert_right(folder, name, wanted, ids.get(name, ("", ""))[1], known_misses)

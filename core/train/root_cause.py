@@ -374,20 +374,15 @@ def find_root_cause(logs: list[tuple[str, list[tuple[int, str]]]], *, exit_code:
     if not [e for e in exceptions if not e.wrapper]:
         for name, numbered in logs:
             exceptions += read_bare_exceptions(numbered, name)
-    if not [e for e in exceptions if not e.wrapper]:  # a native abort: its first fatal line is the root
+    # no traceback: a native abort's first fatal line is the root, else the program's own last error line
+    for kind, finder in (("native abort", find_native_abort), ("error line", find_error_line)):
+        if [e for e in exceptions if not e.wrapper]:
+            break
         for name, numbered in logs:
-            found = find_native_abort(numbered, PREFIX)
+            found = finder(numbered, PREFIX)
             if found is not None:
                 number, rank, text = found
-                exceptions.append(RaisedException("native abort", text, name, number, rank, traceback_start=number,
-                                                  printed=text))
-                break
-    if not [e for e in exceptions if not e.wrapper]:  # a program's own error line (argparse, srun, ollama, pip)
-        for name, numbered in logs:
-            found = find_error_line(numbered, PREFIX)
-            if found is not None:
-                number, rank, text = found
-                exceptions.append(RaisedException("error line", text, name, number, rank, traceback_start=number,
+                exceptions.append(RaisedException(kind, text, name, number, rank, traceback_start=number,
                                                   printed=text))
                 break
     for _name, numbered in logs:

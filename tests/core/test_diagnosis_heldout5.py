@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.heldout_sets import assert_apart, assert_exit_code_changes_nothing, assert_right
+from tests.heldout_sets import assert_apart, assert_exit_code_changes_nothing, assert_right_by_id, with_ids
 
 HELDOUT = Path(__file__).parents[1] / "fixtures" / "logs" / "heldout5"
 RAW = json.loads((HELDOUT / "expected.json").read_text(encoding="utf-8"))
@@ -40,7 +40,7 @@ KNOWN_MISSES = {
                                       "the range that would tell",
 }
 NOT_QUOTED = {"ckpt_zero3_empty_adapter.log", "dep_bnb_rocm_cuda_wheel.log", "vs_numpy2_abi.log"}
-EXPECTED = {name: {**e, "accept": [ID[name][0]]} for name, e in RAW.items()}
+EXPECTED = with_ids(RAW, ID)
 
 
 def test_the_set_is_apart_and_varied():
@@ -51,10 +51,7 @@ def test_the_set_is_apart_and_varied():
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_each_log_gets_a_right_cause_and_fix_and_quotes_its_root(name):
-    expected = EXPECTED[name]
-    if name in NOT_QUOTED:  # the finding that is right quotes its facts, not the thread's line (SOURCES.md)
-        expected = {**expected, "quote": ""}
-    assert_right(HELDOUT, name, expected, ID[name][1], KNOWN_MISSES)
+    assert_right_by_id(HELDOUT, name, EXPECTED, ID, KNOWN_MISSES, NOT_QUOTED)
 
 
 def test_the_exit_code_known_changes_nothing_that_was_right():

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from core.train.failures import diagnose_files
-from tests.heldout_sets import assert_apart, assert_exit_code_changes_nothing, assert_right
+from tests.heldout_sets import assert_apart, assert_exit_code_changes_nothing, assert_right_by_id, with_ids
 
 HELDOUT = Path(__file__).parents[1] / "fixtures" / "logs" / "heldout6"
 RAW = json.loads((HELDOUT / "expected.json").read_text(encoding="utf-8"))
@@ -43,7 +43,7 @@ KNOWN_MISSES = {
     "tmpl_processor_no_chat_template.log": "the library's advice (set a chat template), not: copy chat_template.json",
 }
 NOT_QUOTED = {"dist_zero3_dpo_dtype_assert.log", "mem_host_ram_killed_chat.log"}
-EXPECTED = {name: {**e, "accept": [ID[name][0]]} for name, e in RAW.items()}
+EXPECTED = with_ids(RAW, ID)
 
 
 def test_the_set_is_apart_and_varied():
@@ -57,10 +57,7 @@ def test_each_log_gets_a_right_cause_and_fix_and_quotes_its_root(name):
     if name == "ckpt_resume_no_steps_left.log":  # exit 0, nothing trained: no failure to diagnose (KNOWN_MISSES)
         assert diagnose_files([HELDOUT / name]) == []
         return
-    expected = EXPECTED[name]
-    if name in NOT_QUOTED:  # the finding that is right quotes its facts, not the thread's line (SOURCES.md)
-        expected = {**expected, "quote": ""}
-    assert_right(HELDOUT, name, expected, ID[name][1], KNOWN_MISSES)
+    assert_right_by_id(HELDOUT, name, EXPECTED, ID, KNOWN_MISSES, NOT_QUOTED)
 
 
 def test_the_exit_code_known_changes_nothing_that_was_right():

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.heldout_sets import assert_apart, assert_exit_code_changes_nothing, assert_right
+from tests.heldout_sets import assert_apart, assert_exit_code_changes_nothing, assert_right_by_id, with_ids
 
 HELDOUT = Path(__file__).parents[1] / "fixtures" / "logs" / "heldout7"
 RAW = json.loads((HELDOUT / "expected.json").read_text(encoding="utf-8"))
@@ -40,7 +40,7 @@ KNOWN_MISSES = {
 }
 NOT_QUOTED = {"nccl_shm_open_permission_denied.log", "ollama_create_lfs_pointer.log", "ollama_create_pytorch_bin.log",
               "serve_vllm_merged_gemma3_text_config.log"}
-EXPECTED = {name: {**e, "accept": [ID[name][0]] if name in ID else [e["family"]]} for name, e in RAW.items()}
+EXPECTED = with_ids(RAW, ID)
 
 
 def test_the_set_is_apart_and_varied():
@@ -51,8 +51,7 @@ def test_the_set_is_apart_and_varied():
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_each_log_gets_a_diagnosis_quoting_its_root_and_the_right_ones_stay_right(name):
-    expected = {**EXPECTED[name], "quote": ""} if name in NOT_QUOTED else EXPECTED[name]
-    assert_right(HELDOUT, name, expected, ID.get(name, ("", ""))[1], KNOWN_MISSES)
+    assert_right_by_id(HELDOUT, name, EXPECTED, ID, KNOWN_MISSES, NOT_QUOTED)
 
 
 def test_the_exit_code_known_changes_nothing_that_was_right():
