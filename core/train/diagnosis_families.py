@@ -50,7 +50,8 @@ FAMILIES = ("version-skew", "resource-exhaustion", "rendezvous-network", "gpu-ru
             "config-contradiction", "missing-dependency",  # these two: _config
             "file-cut-short",  # _machine
             "setting-documented-cause", "wrong-command-keys", "named-setting", "hardware-limit",
-            "library-advice", "old-release")  # these: core.train.diagnosis_settings, from the libraries' own settings (knobs.json)
+            "library-advice", "old-release",
+            "model-files", "missing-command")  # these: core.train.diagnosis_settings, from the libraries' own settings (knobs.json)
 SITE = re.compile(r"(?:site|dist)-packages/([A-Za-z_][\w]*)/")
 IMPORT_NAME = re.compile(r"cannot import name '(\w+)' from '([\w.]+)'")
 NO_SUBMODULE = re.compile(r"No module named '(\w+(?:\.\w+)+)'")

@@ -53,8 +53,10 @@ def find_native_abort(numbered: list[tuple[int, str]], prefix: re.Pattern) -> tu
 
 # A program's own error line when it printed no traceback: argparse's and Slurm's `prog: error: ...`, Go tools'
 # `Error: ...` (ollama), pip's `ERROR: ...`, a shell's `prog: fatal: ...`. Never a logger's record (`ERROR 12-03 ...`,
-# `[ERROR|...]`), which the traceback readers see.
-ERROR_LINE = re.compile(r"^(?:[\w./-]+: )?(?:error|fatal)(?:\([\w ]+\))?: \S.*|^(?:Error|ERROR|FATAL|Fatal): \S.*")
+# `[ERROR|...]`), which the traceback readers see. Also a shell's `bash: x: command not found` and a C library's
+# `XCheck FAIL file=... : message` (old torch's THCudaCheck).
+ERROR_LINE = re.compile(r"^(?:[\w./-]+: )?(?:error|fatal)(?:\([\w ]+\))?: \S.*|^(?:Error|ERROR|FATAL|Fatal): \S.*|"
+                        r"^(?:[\w./-]+: )(?:line \d+: )?[\w.+-]+: command not found$|^\S+ FAIL\b.*: \S.*")
 
 
 def find_error_line(numbered: list[tuple[int, str]], prefix: re.Pattern) -> tuple[int, int | None, str] | None:

@@ -11,7 +11,9 @@ core.train.failures ranks the rules' diagnoses and names the root exception; the
   with that thread's fix.
 - makes each rule's machine-specific advice agree with the machine the log describes (core.train.diagnosis_advice).
 - right after the environment, asks core.train.diagnosis_settings for a setting of this run whose own
-  documentation says it causes this failure (ranked first, like a contradiction);
+  documentation says it causes this failure (ranked first, like a contradiction), then
+  core.train.diagnosis_model_files for what the log shows of the model's files (a git-lfs pointer, quantized
+  weights);
 - before them all, asks core.train.diagnosis_environment whether the environment facts the log printed (and the
   doctor's saved verdicts) contradict each other: such a contradiction is the cause, first above any rule.
 The Train step, `devtune diagnose` and `devtune monitor` all get their diagnosis through here.
@@ -28,6 +30,7 @@ from core.train.diagnosis_families import family_finding
 from core.train.diagnosis_families_config import RunSettings, config_finding
 from core.train.diagnosis_families_machine import machine_finding
 from core.train.diagnosis_families_setup import setup_finding
+from core.train.diagnosis_model_files import model_files_finding
 from core.train.diagnosis_signature import signature_skew
 from core.train.diagnosis_settings import settings_finding, settings_first_finding
 from core.train.diagnosis_model import Diagnosis, LogEvidence, exception_evidence, where_evidence
@@ -91,6 +94,7 @@ def with_family(found: list[Diagnosis], cause: RootCause, logs: list[tuple[str, 
     run.failed_ranks = run.failed_ranks or list(cause.failed_ranks)
     finding = (environment_finding(root, frames, log_text=log_text, doctor=run.doctor)
                or settings_first_finding(root, frames, log_text=log_text, settings=run)
+               or model_files_finding(root, frames, log_text=log_text)
                or config_finding(root, frames, log_text=log_text, settings=run)
                or machine_finding(root, frames, python=python, log_text=log_text)
                or signature_skew(root, frames, python=python, log_text=log_text)

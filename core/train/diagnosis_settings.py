@@ -4,11 +4,13 @@ transformers, PEFT, DeepSpeed and vLLM declare about each setting they read), fo
 - setting-documented-cause: a setting this run changed from its default whose own documentation warns of what
   failed ("save_only_model: Prevents resuming training from checkpoint" when resuming fails). Ranked first: the
   run's own setting, documented to do this, is the cause.
-- wrong-command-keys: LLaMA-Factory's "Some keys are not used by the HfArgumentParser": the keys belong to another
-  command's parser (a training YAML handed to `webchat`), or to none (a misspelt key, with the closest real one).
+- wrong-command-keys (core.train.diagnosis_commands): keys or flags the command does not read.
 - named-setting: the message names a setting (`max_lora_rank`, "tensor parallel size", `find_unused_parameters=`,
   a choice such as 'spawn') and what it needs (a comparison solved for it, two settings that cannot go together):
   the line that sets it in the front-end this person ran (a YAML key, a `vllm serve` flag, a variable).
+- hardware-limit: a library refuses this GPU: the setting that chooses it, turned off.
+- old-release: an old LLaMA-Factory failing in its own code (an assertion, a wrong call; never a validation
+  message, never the machine): update first.
 - library-advice: no setting is named, but the library says what to do ("Please use FORCE_TORCHRUN=1"): its words.
 
 The readings of the message are core.train.setting_mentions'; these only decide and word the diagnosis.
@@ -16,19 +18,15 @@ The readings of the message are core.train.setting_mentions'; these only decide 
 
 from __future__ import annotations
 
-import difflib
 import re
 
 from core.i18n import _
+from core.train.diagnosis_commands import (LAUNCH_LIBS, command_of, missing_command, rerun_with, unknown_flags,
+                                          unused_keys)
 from core.train.diagnosis_families import SITE, FamilyFinding
 from core.train.knobs import Knob, front_end, knobs, normal
 from core.train.setting_mentions import WORDS, advice_of, read, sentences
 
-COMMAND = re.compile(r"llamafactory-cli\s+(train|chat|webchat|api|export|eval)\b|(\bvllm serve\b|vllm\.entrypoints)")
-KIND_OF = {"train": "train", "chat": "infer", "webchat": "infer", "api": "infer", "export": "infer", "eval": "eval"}
-LAUNCH_LIBS = {"vllm": {"vllm", "torch"}, "train": {"llamafactory", "transformers", "peft", "deepspeed", "torch"},
-               "infer": {"llamafactory", "transformers", "peft", "vllm"}, "eval": {"llamafactory", "transformers"}}
-UNUSED = re.compile(r"Some keys are not used by the HfArgumentParser: \[([^\]]*)\]")
 YAML_LINE = re.compile(r"^\s*([a-z][a-z0-9_]+):[ \t]+([^\s#][^#\n]*?)[ \t]*(?:#.*)?$", re.M)
 CLI_ARG = re.compile(r"(?<![\w-])([a-z][a-z0-9_]+)=([^\s]+)")
 FLAG_ARG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]+)(?:[ =]([^\s-][^\s]*))?")
@@ -38,21 +36,6 @@ STOP = {"this", "that", "with", "from", "when", "will", "have", "been", "your", 
         "there", "their", "these", "those", "than", "then", "they", "also", "must", "should", "would", "could",
         "after", "before", "while", "using", "used", "enable", "enabled", "whether", "value", "default", "true",
         "false", "none", "error", "valid", "find", "found", "file", "path", "model", "training", "trainer"}
-
-
-def command_of(log_text: str, frames: str = "") -> str | None:
-    """What the person ran: vllm (serve), train, infer (chat, webchat, api, export) or eval."""
-    found = None
-    for m in COMMAND.finditer(log_text + "\n" + frames):
-        found = "vllm" if m.group(2) else KIND_OF[m.group(1)]
-        if m.group(1):  # llamafactory-cli decides which of its keys apply, even when it serves through vLLM
-            return found
-    return found
-
-
-def cli_word(log_text: str) -> str | None:
-    m = COMMAND.search(log_text)
-    return m.group(1) if m and m.group(1) else None
 
 
 def libraries_of(frames: str, log_text: str, command: str | None) -> set[str]:
@@ -87,97 +70,24 @@ def settings_finding(root: str, frames: str, *, log_text: str = "", **_kw) -> Fa
     """After the other families: what the message says about settings, or what the library says to do."""
     command = command_of(log_text, frames)
     message = _message(root)
-    return (_unused_keys(message, log_text, command)
-            or _unknown_flags(message, log_text, command)
+    return (unused_keys(message, log_text, command)
+            or missing_command(message, log_text)
+            or unknown_flags(message, log_text, command)
             or _named(message, frames, log_text, command)
             or _hardware_limit(message, frames, log_text, command)
-            or (None if MACHINE_ERROR.search(root) else _old_release(frames, log_text))
+            or (_old_release(frames, log_text) if INTERNAL.match(_bare(root)) and not MACHINE_ERROR.search(root)
+                else None)
             or _advice(message))
+
+
+def _bare(root: str) -> str:
+    """The root line without a rank's prefix."""
+    return re.sub(r"^\[?[\w-]+\]?:\s*", "", root.strip()) if re.match(r"^\[?(?:rank|default)\d+\]?:", root.strip()) \
+        else root.strip()
 
 
 def _message(root: str) -> str:
     return re.sub(r"^(?:\[?[\w.]+\]?:\s*)?(?:[\w.]+(?:Error|Exception|Warning)):\s*", "", root.strip())
-
-
-def _unused_keys(message: str, log_text: str, command: str | None) -> FamilyFinding | None:
-    m = UNUSED.search(message)
-    if m is None:
-        return None
-    keys = re.findall(r"'([\w.-]+)'", m.group(1))
-    yaml = {k.name: k for k in knobs() if k.kind == "yaml"}
-    word = cli_word(log_text) or command or "train"
-    known = [k for k in keys if k in yaml]
-    elsewhere = sorted({c for k in known for c in yaml[k].commands if command and command not in yaml[k].commands})
-    unknown = [k for k in keys if k not in yaml]
-    facts = [_("keys this command does not read: {keys}", keys=", ".join(keys))]
-    if known and elsewhere and len(known) >= len(unknown):
-        other = "train" if "train" in elsewhere else elsewhere[0]
-        facts.append(_("{keys}: keys of `llamafactory-cli {command}`", keys=", ".join(known[:8]), command=other))
-        return FamilyFinding(
-            "wrong-command-keys", _("A config for `llamafactory-cli {other}` was given to `llamafactory-cli {command}`",
-                                    other=other, command=word),
-            _("`llamafactory-cli {command}` reads only its own keys, and this file holds keys of `{other}` "
-              "({keys}): it is the config of another command.", command=word, other=other,
-              keys=", ".join(known[:6])),
-            _("Give `{command}` a config of its own keys (for chat, webchat, api and export: model_name_or_path, "
-              "adapter_name_or_path, template, finetuning_type, and the export or generation keys), or run this "
-              "file with `llamafactory-cli {other}`.", command=word, other=other),
-            [f"llamafactory-cli {other} <this config>.yaml"], facts, own_cause=True)
-    if not unknown:
-        return None
-    names = [k.name for k in knobs() if k.kind == "yaml" and (not command or command in k.commands)]
-    guesses = {k: difflib.get_close_matches(k, names, n=1, cutoff=0.75) for k in unknown}
-    lines = [f"{k} -> {g[0]}" for k, g in guesses.items() if g]
-    facts += [_("closest real key: {pairs}", pairs="; ".join(lines))] if lines else []
-    return FamilyFinding(
-        "wrong-command-keys", _("The config has keys LLaMA-Factory does not know: {keys}", keys=", ".join(unknown)),
-        _("LLaMA-Factory stops at a key none of its parsers reads: a misspelt key, or one of another version."),
-        _("Rename each key to the one it meant ({pairs}) or remove it.", pairs="; ".join(lines)) if lines else
-        _("Remove these keys, or rename them to keys of `llamafactory-cli {command}` (`devtune config check` "
-          "lists what is wrong in a config).", command=word),
-        ["devtune config check"], facts, own_cause=True)
-
-
-UNRECOGNIZED = re.compile(r"unrecognized arguments?: (.+)|no such option: (--?[\w-]+)|unknown (?:flag|option): (--?[\w-]+)")
-
-
-def _unknown_flags(message: str, log_text: str, command: str | None) -> FamilyFinding | None:
-    """argparse's "unrecognized arguments: --lora-path x": the flags the program has (its --help in the log, else
-    vLLM's own when it is vllm), and the closest one to each unknown flag."""
-    m = UNRECOGNIZED.search(message)
-    if m is None:
-        return None
-    unknown = [w for w in (m.group(1) or m.group(2) or m.group(3)).split() if w.startswith("-")]
-    if not unknown:
-        return None
-    listed = sorted(set(re.findall(r"^\s{2,}(--[a-z][\w-]+)", log_text, re.M)))
-    known = listed or ([k.flag for k in knobs() if k.kind == "flag" and k.flag] if command == "vllm" else [])
-    helps = {k.flag: k.help for k in knobs() if k.kind == "flag" and k.flag}
-    pairs = {f: _closest_flags(f, known, helps) for f in unknown}
-    lines = [f"{f} -> {' / '.join(g)}" for f, g in pairs.items() if g]
-    facts = [_("flags it does not have: {flags}", flags=", ".join(unknown))] + (
-        [_("closest flags it has: {pairs}", pairs="; ".join(lines))] if lines else [])
-    return FamilyFinding(
-        "wrong-command-keys", _("The command has flags it does not know: {flags}", flags=", ".join(unknown)),
-        _("The program stopped before doing anything: it has no such flag (a flag of another version or "
-          "another program, or a misspelling)."),
-        _("Use the flag it has ({pairs}) or remove it; `--help` lists them.", pairs="; ".join(lines)) if lines else
-        _("Remove the flag, or use the one `--help` lists for it."),
-        [f"{'vllm serve' if command == 'vllm' else 'PROGRAM'} --help"], facts, own_cause=True)
-
-
-def _closest_flags(flag: str, known: list[str], helps: dict[str, str]) -> list[str]:
-    """The flags that mean what `flag` seems to: the words they share (in the name, and in the flag's help: `path`
-    is in --lora-modules' "name=path"), then the spelling."""
-    words = set(re.findall(r"[a-z]+", flag.lower()))
-
-    def score(other: str) -> float:
-        mine = set(re.findall(r"[a-z]+", other.lower()))
-        said = set(re.findall(r"[a-z]+", helps.get(other, "").lower()))
-        return 2 * len(words & mine) + len(words & said - mine) + difflib.SequenceMatcher(None, flag, other).ratio()
-
-    ranked = sorted(known, key=score, reverse=True)[:2]
-    return [f for f in ranked if score(f) >= 2.5]
 
 
 def _named(message: str, frames: str, log_text: str, command: str | None) -> FamilyFinding | None:
@@ -274,6 +184,10 @@ def _hardware_limit(message: str, frames: str, log_text: str, command: str | Non
 # an error of the machine (the OS's errno, the GPU runtime, memory), which no release of the code causes
 MACHINE_ERROR = re.compile(r"\(os error \d+\)|\[Errno \d+\]|\b(?:CUDA|HIP|NCCL|RCCL|cuDNN|MIOpen|HSA)\b.{0,20}"
                            r"(?:error|failure)|out of memory|\bKilled\b|Segmentation fault|Bus error", re.I)
+# an error of the code itself (an assertion, a missing attribute, a wrong call), not a validation that says what
+# is wrong with the input (a ValueError "column X not in the dataset", "Unrecognized configuration class")
+INTERNAL = re.compile(r"(?:[\w.]+\.)?(?:AssertionError|AttributeError|TypeError|IndexError|KeyError|"
+                      r"NotImplementedError|UnboundLocalError|NameError|RuntimeError)\b")
 RENAMED = {"llmtuner": "0.7", "llama-efficient-tuning": "0.1", "llama_efficient_tuning": "0.1"}  # LLaMA-Factory's names before 0.8
 
 
@@ -316,32 +230,6 @@ def _old_release(frames: str, log_text: str) -> FamilyFinding | None:
           "llamafactory`) and run the same config again; if it still fails, the diagnosis of the new log is "
           "about this run."),
         ["git pull && pip install -e .", "pip install -U llamafactory"], facts, own_cause=True)
-
-
-def ran_line(log_text: str) -> str | None:
-    """The command line the log shows the person ran (`$ vllm serve ...`, `$ FORCE_TORCHRUN=1 llamafactory-cli ...`)."""
-    for line in log_text.splitlines():
-        m = re.match(r"^\s*[$#]\s+(.*\b(?:vllm serve|llamafactory-cli \w+)\b.*)$", line)
-        if m:
-            return m.group(1).strip()
-    return None
-
-
-def rerun_with(knob: Knob, value: str, log_text: str) -> str:
-    """The command the person ran, with this setting changed: a flag replaced or added, `key=value` appended to
-    llamafactory-cli (it reads such overrides after the YAML), a variable put before it."""
-    line = ran_line(log_text)
-    if knob.kind == "flag":
-        base = line if line and "vllm serve" in line else "vllm serve MODEL"
-        pattern = re.compile(re.escape(knob.flag or "") + r"(?:[ =](?!-)\S+)?")
-        spelled = knob.spelled(value)
-        return pattern.sub(spelled, base, count=1) if pattern.search(base) else f"{base} {spelled}"
-    if knob.kind == "env":
-        return f"{knob.name}={value} {line}" if line else knob.spelled(value)
-    if knob.kind == "yaml":
-        base = line if line and "llamafactory-cli" in line else "llamafactory-cli train configs/train.yaml"
-        return f"{base} {knob.name}={str(value).lower() if value in ('True', 'False') else value}"
-    return knob.spelled(value)
 
 
 def _advice(message: str) -> FamilyFinding | None:

@@ -36,7 +36,7 @@ BOUND = re.compile(r"(.{0,60}?)\s*" + NUM + r"\s+(?:must|should)\s+(?:be\s+)?(le
                    r"(?:[a-z_ ]{0,40}?)\s*" + NUM, re.I)
 CONFLICT = re.compile(r"(?i)\b(?:cannot|can't|can not|could not|unable to|not allowed|not supported|incompatible|"
                       r"mutually exclusive|only one of|conflict|at the same time|together)\b")
-ADVICE = re.compile(r"(?i)^(?:please|try|consider|you (?:can|may|should|must|need|might)|to (?:fix|use|enable|avoid|"
+ADVICE = re.compile(r"(?i)^(?:please|try|consider|you (?:can(?!'t|not)|may|should|must|need|might)|to (?:fix|use|enable|avoid|"
                     r"solve|resolve|support|run|disable)|make sure|ensure|set|use|pass|install|upgrade|downgrade|"
                     r"reduce|increase|decrease|lower|raise|enable|disable|specify|add|remove|did you mean|"
                     r"if you (?:want|are|need))\b|pip install|conda install")

@@ -160,8 +160,14 @@ def _families() -> list[str]:
         "hardware-limit": _("a library that refuses this GPU (\"only supports ... or newer\"): the setting that "
                             "chooses that library, and a choice that does not use it"),
         "library-advice": _("no setting is named, but the library says what to do: its own words"),
-        "old-release": _("an error on a path through an old LLaMA-Factory's own code (llmtuner, LLaMA-Efficient-Tuning, "
-                         "a release well behind the one devtune is built on), not one of the machine: update first"),
+        "model-files": _("what the log shows of the model's folder decides: a weights file of a few hundred bytes or "
+                         "git-lfs's pointer text (clone without git-lfs), a quantization_config (bitsandbytes, GPTQ, "
+                         "AWQ weights where llama.cpp, ZeRO-3 or a merge need full-precision ones)"),
+        "missing-command": _("a shell's `command not found`: the package whose command it is (from the installed "
+                             "packages' metadata), missing from the environment that ran it"),
+        "old-release": _("an error of the code itself (an assertion, a wrong call; not a validation message, not the "
+                         "machine) on a path through an old LLaMA-Factory (llmtuner, LLaMA-Efficient-Tuning, a release "
+                         "well behind the one devtune is built on): update first"),
     }
     lines += [f"- `{fid}`: {text}" for fid, text in about.items()] + [""]
     lines += ["### " + _("Seen upstream"), "", _("A root line like one of these also shows the thread and its fix:"),

@@ -2,8 +2,8 @@
 serving, conversion and the machine (vLLM, llama.cpp, Ollama, torch.distributed, ROCm libraries, Slurm, the Hub),
 collected while the settings and call-signature mechanisms were being written and measured on them only after:
 3/16 right before this session (d974051), 3/16 with those mechanisms (the held-out figure: they do not reach this
-set's classes), 4/16 after the error-line root and the unknown-flag reasoning, written from this set's
-no-diagnosis files. Root quoted 11 -> 12 of 16; no diagnosis 4 -> 0 of 16. KNOWN_MISSES: the files still wrong
+set's classes), 4/16 after the error-line root and the unknown-flag reasoning, 6/16 with the model-files family
+(a git-lfs pointer, quantized weights), all three written from this set's misses. Root quoted 11 -> 12 of 16; no diagnosis 4 -> 0 of 16. KNOWN_MISSES: the files still wrong
 and why (a file there must stay wrong, so a fix is noticed)."""
 
 import json
@@ -20,17 +20,17 @@ ID = {  # the diagnosis that is right, and what it says
     "hub_unreachable_local_entry_not_found.log": ("hub-offline-not-cached", "hf download"),
     "serve_vllm_lora_path_flag.log": ("wrong-command-keys", "--lora-path -> --lora-modules"),
     "slurm_oom_kill_shared_nodes.log": ("resource-exhaustion", "--mem"),
+    "gguf_convert_bnb_int8_merged.log": ("model-files", "full-precision base"),
+    "ollama_create_lfs_pointer.log": ("model-files", "git lfs pull"),
 }
 KNOWN_MISSES = {
     "c10d_store_hostname_not_in_hosts.log": "says the master is unreachable; the hostname missing from /etc/hosts "
                                             "(getent prints nothing) is not read",
     "env_system_libstdcxx_before_conda.log": "the fallback; the system libstdc++ loaded before the env's is not "
                                              "reasoned from the GLIBCXX version",
-    "gguf_convert_bnb_int8_merged.log": "the fallback; quantization_config load_in_8bit in the merged config.json",
     "gguf_convert_py_phi2.log": "the fallback; the legacy convert.py on a Phi model (convert-hf-to-gguf.py beside it)",
     "hub_relative_cache_dir_dangling_symlink.log": "the fallback; a relative cache_dir with huggingface-hub 0.13.1",
     "nccl_shm_open_permission_denied.log": "says /dev/shm is too small; the message says permission denied",
-    "ollama_create_lfs_pointer.log": "the error line, not: the .gguf is a 135-byte git-lfs pointer",
     "ollama_create_pytorch_bin.log": "the error line, not: Ollama imports safetensors or GGUF, not pytorch_model.bin",
     "rocm_hipblaslt_unsupported_gfx906.log": "the fallback; hipBLASLt preferred on a gfx906 that it does not support",
     "rocm_tf_package_gfx803_only.log": "right idea (no code for gfx900), wrong library: it is TensorFlow, not torch",

@@ -287,3 +287,30 @@ def test_an_unknown_flag_gets_the_flag_that_means_it():
            "vllm: error: unrecognized arguments: --lora-path saves/lora\n")
     first = diagnose_text(log, "serve.log", exit_code=2)[0]
     assert first.id == "wrong-command-keys" and "--lora-path -> --lora-modules" in first.fix
+
+
+@pytest.mark.parametrize("command, dist", [("llamafactory-cli", "llamafactory"), ("accelerate", "accelerate"),
+                                           ("huggingface-cli", "huggingface_hub")])
+def test_a_command_not_found_names_the_package_whose_command_it_is(command, dist):
+    log = (f"(lf) u@gpu:~$ {command} train x.yaml\nbash: {command}: command not found\n"
+           "(lf) u@gpu:~$ which python\n/home/u/miniconda3/envs/lf/bin/python\n")
+    first = diagnose_text(log, "run.log")[0]
+    assert first.id == "missing-command" and command in first.title
+    assert any(f"package {dist}" in e.text for e in first.evidence)
+    assert any("envs/lf" in e.text for e in first.evidence)
+
+
+def test_an_old_library_check_line_is_an_error_line():
+    log = ("THCudaCheck FAIL file=/root/torch/lib/THC/THCGeneral.c line=66 error=35 : CUDA driver version is "
+           "insufficient for CUDA runtime version\n\tmain.lua:20: in main chunk\n")
+    first = diagnose_text(log, "run.log")[0]
+    assert "CUDA driver version is insufficient" in first.evidence[0].text
+
+
+def test_an_old_release_is_not_blamed_for_a_validation_message():
+    log = ("$ pip list\nllmtuner 0.7.1 /home/u/LLaMA-Factory\nTraceback (most recent call last):\n"
+           '  File "/home/u/LLaMA-Factory/src/llmtuner/data/loader.py", line 9, in load\n    x()\n'
+           '  File "/v/site-packages/datasets/arrow_dataset.py", line 2097, in rename_column\n    raise ValueError(\n'
+           "ValueError: Original column name instruction not in the dataset. Current columns in the dataset: "
+           "['text', 'meta']\n")
+    assert diagnose_text(log, "run.log", exit_code=1)[0].id != "old-release"

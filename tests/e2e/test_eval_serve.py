@@ -120,8 +120,11 @@ def test_one_lora_server_evaluates_base_against_tuned(lora_server):
     argv = json.loads((ws.servers_dir / server["id"] / "server.json").read_text())["argv"]
     assert "--enable-lora" in argv and "qa=" + str(ws.root / "saves" / "qa") in argv
     proc = devtune(ws, "eval", run_id, "--json")  # the run → the server of its adapter; its dataset
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.returncode in (0, 1) and proc.stdout.strip(), proc.stdout[-3000:] + proc.stderr[-3000:]
     report = json.loads(proc.stdout)
+    # the exit code is the verdict's; on 4 held-out questions a 20-step tiny model's chrF is ~0.01-0.06 on either
+    # side, so "worse" or "same" there is noise (a make test from a fresh clone saw 0.06 -> 0.01): not asserted
+    assert proc.returncode == (0 if report["verdict"]["ok"] else 1), report["verdict"]
     assert report["dataset"] == "support_qa" and report["heldout"] == "support_qa_eval" and report["note"] == ""
     assert (report["base"]["model"], report["tuned"]["model"]) == ("tiny-llama3", "qa")
     held, train = report["sets"]["heldout"], report["sets"]["train"]

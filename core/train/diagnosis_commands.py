@@ -1,0 +1,180 @@
+"""What the person ran, read from the log: the command (`vllm serve`, `llamafactory-cli train/chat/...`), its
+line to re-run with a setting changed, and the two ways a command refuses its own input before doing anything:
+LLaMA-Factory's "Some keys are not used by the HfArgumentParser" (keys of another command, or misspelt ones) and
+argparse's "unrecognized arguments" (a flag it does not have, matched to the one that means it).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+from core.i18n import _
+from core.train.diagnosis_families import FamilyFinding
+from core.train.knobs import Knob, knobs
+
+COMMAND = re.compile(r"llamafactory-cli\s+(train|chat|webchat|api|export|eval)\b|(\bvllm serve\b|vllm\.entrypoints)")
+KIND_OF = {"train": "train", "chat": "infer", "webchat": "infer", "api": "infer", "export": "infer", "eval": "eval"}
+LAUNCH_LIBS = {"vllm": {"vllm", "torch"}, "train": {"llamafactory", "transformers", "peft", "deepspeed", "torch"},
+               "infer": {"llamafactory", "transformers", "peft", "vllm"}, "eval": {"llamafactory", "transformers"}}
+UNUSED = re.compile(r"Some keys are not used by the HfArgumentParser: \[([^\]]*)\]")
+def command_of(log_text: str, frames: str = "") -> str | None:
+    """What the person ran: vllm (serve), train, infer (chat, webchat, api, export) or eval."""
+    found = None
+    for m in COMMAND.finditer(log_text + "\n" + frames):
+        found = "vllm" if m.group(2) else KIND_OF[m.group(1)]
+        if m.group(1):  # llamafactory-cli decides which of its keys apply, even when it serves through vLLM
+            return found
+    return found
+
+
+def cli_word(log_text: str) -> str | None:
+    m = COMMAND.search(log_text)
+    return m.group(1) if m and m.group(1) else None
+
+
+def ran_line(log_text: str) -> str | None:
+    """The command line the log shows the person ran (`$ vllm serve ...`, `$ FORCE_TORCHRUN=1 llamafactory-cli ...`)."""
+    for line in log_text.splitlines():
+        m = re.match(r"^\s*[$#]\s+(.*\b(?:vllm serve|llamafactory-cli \w+)\b.*)$", line)
+        if m:
+            return m.group(1).strip()
+    return None
+
+
+def rerun_with(knob: Knob, value: str, log_text: str) -> str:
+    """The command the person ran, with this setting changed: a flag replaced or added, `key=value` appended to
+    llamafactory-cli (it reads such overrides after the YAML), a variable put before it."""
+    line = ran_line(log_text)
+    if knob.kind == "flag":
+        base = line if line and "vllm serve" in line else "vllm serve MODEL"
+        pattern = re.compile(re.escape(knob.flag or "") + r"(?:[ =](?!-)\S+)?")
+        spelled = knob.spelled(value)
+        return pattern.sub(spelled, base, count=1) if pattern.search(base) else f"{base} {spelled}"
+    if knob.kind == "env":
+        return f"{knob.name}={value} {line}" if line else knob.spelled(value)
+    if knob.kind == "yaml":
+        base = line if line and "llamafactory-cli" in line else "llamafactory-cli train configs/train.yaml"
+        return f"{base} {knob.name}={str(value).lower() if value in ('True', 'False') else value}"
+    return knob.spelled(value)
+
+
+def unused_keys(message: str, log_text: str, command: str | None) -> FamilyFinding | None:
+    m = UNUSED.search(message)
+    if m is None:
+        return None
+    keys = re.findall(r"'([\w.-]+)'", m.group(1))
+    yaml = {k.name: k for k in knobs() if k.kind == "yaml"}
+    word = cli_word(log_text) or command or "train"
+    known = [k for k in keys if k in yaml]
+    elsewhere = sorted({c for k in known for c in yaml[k].commands if command and command not in yaml[k].commands})
+    unknown = [k for k in keys if k not in yaml]
+    facts = [_("keys this command does not read: {keys}", keys=", ".join(keys))]
+    if known and elsewhere and len(known) >= len(unknown):
+        other = "train" if "train" in elsewhere else elsewhere[0]
+        facts.append(_("{keys}: keys of `llamafactory-cli {command}`", keys=", ".join(known[:8]), command=other))
+        return FamilyFinding(
+            "wrong-command-keys", _("A config for `llamafactory-cli {other}` was given to `llamafactory-cli {command}`",
+                                    other=other, command=word),
+            _("`llamafactory-cli {command}` reads only its own keys, and this file holds keys of `{other}` "
+              "({keys}): it is the config of another command.", command=word, other=other,
+              keys=", ".join(known[:6])),
+            _("Give `{command}` a config of its own keys (for chat, webchat, api and export: model_name_or_path, "
+              "adapter_name_or_path, template, finetuning_type, and the export or generation keys), or run this "
+              "file with `llamafactory-cli {other}`.", command=word, other=other),
+            [f"llamafactory-cli {other} <this config>.yaml"], facts, own_cause=True)
+    if not unknown:
+        return None
+    names = [k.name for k in knobs() if k.kind == "yaml" and (not command or command in k.commands)]
+    guesses = {k: difflib.get_close_matches(k, names, n=1, cutoff=0.75) for k in unknown}
+    lines = [f"{k} -> {g[0]}" for k, g in guesses.items() if g]
+    facts += [_("closest real key: {pairs}", pairs="; ".join(lines))] if lines else []
+    return FamilyFinding(
+        "wrong-command-keys", _("The config has keys LLaMA-Factory does not know: {keys}", keys=", ".join(unknown)),
+        _("LLaMA-Factory stops at a key none of its parsers reads: a misspelt key, or one of another version."),
+        _("Rename each key to the one it meant ({pairs}) or remove it.", pairs="; ".join(lines)) if lines else
+        _("Remove these keys, or rename them to keys of `llamafactory-cli {command}` (`devtune config check` "
+          "lists what is wrong in a config).", command=word),
+        ["devtune config check"], facts, own_cause=True)
+
+
+UNRECOGNIZED = re.compile(r"unrecognized arguments?: (.+)|no such option: (--?[\w-]+)|unknown (?:flag|option): (--?[\w-]+)")
+
+
+def unknown_flags(message: str, log_text: str, command: str | None) -> FamilyFinding | None:
+    """argparse's "unrecognized arguments: --lora-path x": the flags the program has (its --help in the log, else
+    vLLM's own when it is vllm), and the closest one to each unknown flag."""
+    m = UNRECOGNIZED.search(message)
+    if m is None:
+        return None
+    unknown = [w for w in (m.group(1) or m.group(2) or m.group(3)).split() if w.startswith("-")]
+    if not unknown:
+        return None
+    listed = sorted(set(re.findall(r"^\s{2,}(--[a-z][\w-]+)", log_text, re.M)))
+    known = listed or ([k.flag for k in knobs() if k.kind == "flag" and k.flag] if command == "vllm" else [])
+    helps = {k.flag: k.help for k in knobs() if k.kind == "flag" and k.flag}
+    pairs = {f: _closest_flags(f, known, helps) for f in unknown}
+    lines = [f"{f} -> {' / '.join(g)}" for f, g in pairs.items() if g]
+    facts = [_("flags it does not have: {flags}", flags=", ".join(unknown))] + (
+        [_("closest flags it has: {pairs}", pairs="; ".join(lines))] if lines else [])
+    return FamilyFinding(
+        "wrong-command-keys", _("The command has flags it does not know: {flags}", flags=", ".join(unknown)),
+        _("The program stopped before doing anything: it has no such flag (a flag of another version or "
+          "another program, or a misspelling)."),
+        _("Use the flag it has ({pairs}) or remove it; `--help` lists them.", pairs="; ".join(lines)) if lines else
+        _("Remove the flag, or use the one `--help` lists for it."),
+        [f"{'vllm serve' if command == 'vllm' else 'PROGRAM'} --help"], facts, own_cause=True)
+
+
+def _closest_flags(flag: str, known: list[str], helps: dict[str, str]) -> list[str]:
+    """The flags that mean what `flag` seems to: the words they share (in the name, and in the flag's help: `path`
+    is in --lora-modules' "name=path"), then the spelling."""
+    words = set(re.findall(r"[a-z]+", flag.lower()))
+
+    def score(other: str) -> float:
+        mine = set(re.findall(r"[a-z]+", other.lower()))
+        said = set(re.findall(r"[a-z]+", helps.get(other, "").lower()))
+        return 2 * len(words & mine) + len(words & said - mine) + difflib.SequenceMatcher(None, flag, other).ratio()
+
+    ranked = sorted(known, key=score, reverse=True)[:2]
+    return [f for f in ranked if score(f) >= 2.5]
+
+
+NOT_FOUND = re.compile(r"(?:^|: )([\w.+-]+): command not found")
+
+
+def command_package(name: str) -> str | None:
+    """The distribution whose console script is `name`, from this environment's installed packages' metadata."""
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group="console_scripts"):
+        if ep.name == name:
+            return ep.dist.name if ep.dist is not None else ep.value.split(".")[0]
+    return None
+
+
+def missing_command(message: str, log_text: str) -> FamilyFinding | None:
+    """`bash: llamafactory-cli: command not found`: the package whose command it is, not installed in the
+    environment that ran it (or its bin/ not on PATH)."""
+    m = NOT_FOUND.search(message)
+    if m is None:
+        return None
+    name = m.group(1)
+    dist = command_package(name)
+    env = re.findall(r"^(/\S+)/bin/python3?\s*$", log_text, re.M)
+    facts = [_("command not found: {name}", name=name)]
+    if dist:
+        facts.append(_("{name} is the command of the package {dist}", name=name, dist=dist))
+    if env:
+        facts.append(_("the Python of this shell: {env}", env=env[-1]))
+    what = dist or _("the package that provides it")
+    local = " (" + _("in a source checkout: `pip install -e .`") + ")" if dist in ("llamafactory", "llamafactory-cli") else ""
+    return FamilyFinding(
+        "missing-command", _("{name} is not installed in this environment", name=name),
+        _("The shell found no `{name}`: {what} is not installed in the Python environment this shell uses (installing "
+          "only a project's requirements does not install its command), or that environment's bin/ is not on PATH.",
+          name=name, what=what),
+        _("Install {what} in this environment{local}, or activate the environment that has it; `which {name}` then "
+          "finds it.", what=what, local=local, name=name),
+        (["pip install -e ." if local else f"pip install {dist}"] if dist else []) + [f"which {name}", "which python"],
+        facts, own_cause=True)
