@@ -24,7 +24,7 @@ from core.i18n import _
 from core.train.diagnosis_commands import (LAUNCH_LIBS, command_of, missing_command, rerun_with, unknown_flags,
                                           unused_keys)
 from core.train.diagnosis_families import SITE, FamilyFinding
-from core.train.knobs import Knob, front_end, knobs, normal
+from core.train.knobs import Knob, front_end, knobs, names_and_flags, normal
 from core.train.setting_mentions import WORDS, advice_of, read, sentences
 
 YAML_LINE = re.compile(r"^\s*([a-z][a-z0-9_]+):[ \t]+([^\s#][^#\n]*?)[ \t]*(?:#.*)?$", re.M)
@@ -46,8 +46,7 @@ def libraries_of(frames: str, log_text: str, command: str | None) -> set[str]:
 def shown_settings(log_text: str, args: dict) -> dict[str, str]:
     """The settings this run had: its YAML (from its record), else what the log shows of it (a `cat` of the
     YAML, `key=value` on the llamafactory-cli line, `--flag value` on the vllm line); only real setting names."""
-    names = {normal(k.name) for k in knobs()}
-    flags = {k.flag: k.name for k in knobs() if k.flag}
+    names, flags = names_and_flags()
     out: dict[str, str] = {}
     for m in YAML_LINE.finditer(log_text):
         if m.group(1) in names:

@@ -65,8 +65,13 @@ def _json_value(value: str) -> str:
 
 
 @lru_cache(maxsize=1)
+def _index() -> dict:
+    return json.loads(INDEX.read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=1)
 def knobs() -> tuple[Knob, ...]:
-    data = json.loads(INDEX.read_text(encoding="utf-8"))
+    data = _index()
     return tuple(Knob(e["name"], e["lib"], e["kind"], e.get("help", ""), e.get("default"), e.get("flag"),
                       tuple(e.get("choices", ())), tuple(e.get("commands", ())), e.get("sets"), e.get("section"))
                  for e in data["knobs"])
@@ -74,9 +79,15 @@ def knobs() -> tuple[Knob, ...]:
 
 def library_version(lib: str) -> str | None:
     """The version of a library the index was generated from ("llamafactory" -> "0.9.5")."""
-    text = json.loads(INDEX.read_text(encoding="utf-8")).get("libraries", {}).get(lib) or ""
+    text = _index().get("libraries", {}).get(lib) or ""
     m = re.search(re.escape(lib.replace("_", "-")) + r"\S* (\S+)", text)
     return m.group(1) if m else None
+
+
+@lru_cache(maxsize=1)
+def names_and_flags() -> tuple[frozenset[str], dict[str, str]]:
+    """Every setting's name (normalised), and each `vllm serve` flag's setting name."""
+    return frozenset(normal(k.name) for k in knobs()), {k.flag: k.name for k in knobs() if k.flag}
 
 
 def normal(name: str) -> str:
