@@ -82,7 +82,7 @@ def record_settings(ws, record) -> RunSettings:
 def config_finding(root: str, frames: str, *, log_text: str = "", settings: RunSettings | None = None,
                    **_kw) -> FamilyFinding | None:
     run = settings or RunSettings()
-    for reason in (_more_ranks_than_gpus, _zero3_quantized, _ds_batch, _dataset_dir, _text_as_sft, _fp16_weights,
+    for reason in (_ds_listed_mismatch, _more_ranks_than_gpus, _zero3_quantized, _ds_batch, _dataset_dir, _text_as_sft, _fp16_weights,
                    _flash_attn_arch, _adapter_is_model, _local_path_as_hub, _optional_package):
         found = reason(root, frames, log_text, run)
         if found is not None:
@@ -93,6 +93,39 @@ def config_finding(root: str, frames: str, *, log_text: str = "", settings: RunS
 def _finding(title, why, fix, commands, facts, overrides=()) -> FamilyFinding:
     return FamilyFinding("config-contradiction", title, why, fix, commands, [f for f in facts if f],
                          tuple(overrides), own_cause=True)
+
+
+DS_MISMATCH = re.compile(r"- ds ([\w.]+)=(\S+) vs hf ([\w.|]+)=(\S+)")
+DS_ARG = re.compile(r"--deepspeed['\",]*\s+['\"]?([^\s'\",]+\.json)|^deepspeed:\s*(\S+\.json)", re.M)
+
+
+def _ds_listed_mismatch(root, frames, log_text, run):
+    """transformers lists each DeepSpeed JSON value that disagrees with a training argument: `- ds
+    bf16.enabled=True vs hf bf16|bf16_full_eval=False`. Either side may be meant; "auto" makes the JSON follow."""
+    pairs = DS_MISMATCH.findall(root)
+    if not pairs:
+        return None
+    m = DS_ARG.search(log_text)
+    config = (m.group(1) or m.group(2)) if m else "the DeepSpeed JSON"
+    said = "; ".join(f"{ds}={dv} vs {hf.split('|')[0]}={hv}" for ds, dv, hf, hv in pairs[:4])
+    keys = ", ".join(_nested(ds) for ds, _dv, _hf, _hv in pairs[:4])
+    facts = [_("{config}: {key}={value}; the training arguments: {arg}={other}", config=config, key=ds, value=dv,
+               arg=hf.split("|")[0], other=hv) for ds, dv, hf, hv in pairs[:4]]
+    return _finding(
+        _("The DeepSpeed JSON and the training arguments disagree: {said}", said=said),
+        _("{config} fixes a value that the training arguments set otherwise ({said}); transformers refuses to "
+          "guess which one is meant.", config=config, said=said),
+        _("Make them agree: set the value in {config} to \"auto\" ({keys}), so it follows the training arguments; "
+          "or pass the training argument that matches the JSON.", config=config, keys=keys),
+        [f"grep -n -E '{'|'.join(ds.split('.')[0] for ds, *_r in pairs[:4])}' {config}"], facts)
+
+
+def _nested(key: str) -> str:
+    """`bf16.enabled` as the JSON member a person writes: `"bf16": {"enabled": "auto"}`."""
+    inner = '"auto"'
+    for part in reversed(key.split(".")):
+        inner = f'"{part}": {inner}' if inner.startswith('"auto"') else f'"{part}": {{{inner}}}'
+    return inner
 
 
 def _world(log_text: str, run: RunSettings) -> int | None:

@@ -14,6 +14,8 @@ core.train.failures ranks the rules' diagnoses and names the root exception; the
   documentation says it causes this failure (ranked first, like a contradiction), then
   core.train.diagnosis_model_files for what the log shows of the model's files (a git-lfs pointer, quantized
   weights);
+- right after the environment, core.train.diagnosis_pasted: what the person's own shell commands in the log
+  showed of the set-up (the prompt's working directory, the nodes, a mount, a host lookup, the configs);
 - before them all, asks core.train.diagnosis_environment whether the environment facts the log printed (and the
   doctor's saved verdicts) contradict each other: such a contradiction is the cause, first above any rule.
 The Train step, `devtune diagnose` and `devtune monitor` all get their diagnosis through here.
@@ -31,6 +33,7 @@ from core.train.diagnosis_families_config import RunSettings, config_finding
 from core.train.diagnosis_families_machine import machine_finding
 from core.train.diagnosis_families_setup import setup_finding
 from core.train.diagnosis_model_files import model_files_finding
+from core.train.diagnosis_pasted import pasted_finding
 from core.train.diagnosis_signature import signature_skew
 from core.train.diagnosis_settings import settings_finding, settings_first_finding
 from core.train.diagnosis_model import Diagnosis, LogEvidence, exception_evidence, where_evidence
@@ -79,6 +82,19 @@ def _native_before(logs: list[tuple[str, list[tuple[int, str]]]], cause: RootCau
     return []
 
 
+def _pasted_only(found: list[Diagnosis], logs: list[tuple[str, list[tuple[int, str]]]]) -> list[Diagnosis]:
+    """No exception, a rule read a logged error line (a web UI's warning): what the person's own commands showed
+    of the set-up may still say why (core.train.diagnosis_pasted)."""
+    first = next((e for e in found[0].evidence if e.line is not None), None)
+    own_log = next((numbered for name, numbered in logs if first is not None and name == first.file), None)
+    finding = pasted_finding(first.text, "", lines=own_log, root_line=first.line) if own_log else None
+    if finding is None:
+        return found
+    evidence = [first] + [LogEvidence(_("facts"), None, fact) for fact in finding.facts]
+    return [Diagnosis(finding.id, finding.title, finding.explanation, finding.fix, finding.commands, evidence,
+                      found[0].score + 1)] + found
+
+
 def with_family(found: list[Diagnosis], cause: RootCause, logs: list[tuple[str, list[tuple[int, str]]]],
                 stop_requested: bool = False, *, python: str | None = None,
                 settings: RunSettings | None = None) -> list[Diagnosis]:
@@ -88,11 +104,13 @@ def with_family(found: list[Diagnosis], cause: RootCause, logs: list[tuple[str, 
     agree_with_log(found, log_text)
     exc = cause.exception
     if exc is None and cause.signal != "SIGKILL":
-        return found
+        return _pasted_only(found, logs)
     root = (exc.printed or exc.text) if exc is not None else cause.signal
     run = settings or RunSettings()
     run.failed_ranks = run.failed_ranks or list(cause.failed_ranks)
+    own_log = next((numbered for name, numbered in logs if exc is not None and name == exc.file), None)
     finding = (environment_finding(root, frames, log_text=log_text, doctor=run.doctor)
+               or pasted_finding(root, frames, lines=own_log, root_line=exc.line if exc is not None else None)
                or settings_first_finding(root, frames, log_text=log_text, settings=run)
                or model_files_finding(root, frames, log_text=log_text)
                or config_finding(root, frames, log_text=log_text, settings=run)

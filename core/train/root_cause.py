@@ -173,6 +173,8 @@ def read_exceptions(numbered: list[tuple[int, str]], name: str) -> list[RaisedEx
         frame, frame_line, frame_text = _raising_frame(st.frames)
         exc = RaisedException(em.group(1), (em.group(2) or "").strip(), name, number, rank, frame, frame_line,
                               frame_text, st.start)
+        if exc.message.endswith(":"):  # a message that lists its items on the next lines (DeepSpeed's mismatches)
+            exc.message = " ".join([exc.message] + _listed_after(numbered, i, rank))
         st.reading, st.frames, st.log_prefix = False, [], ""
         link = _link_after(numbered, number)
         st.chain.append((exc, link))
@@ -183,6 +185,24 @@ def read_exceptions(numbered: list[tuple[int, str]], name: str) -> list[RaisedEx
         if st.chain:
             found.append(_chain_root(st.chain))
     return found
+
+
+LISTED_STOP = re.compile(r"^\s*$|^\[?\d{2,4}[-/]\d\d|^\[(?:INFO|WARNING|ERROR)|^(?:INFO|WARNING|ERROR)\b|^\s*File \"|"
+                         + re.escape(TRACEBACK))
+
+
+def _listed_after(numbered: list[tuple[int, str]], i: int, rank: int | None) -> list[str]:
+    """The lines a message ending in a colon went on with, on the same rank's stream (at most 8)."""
+    out: list[str] = []
+    for _number, raw in numbered[i + 1: i + 9]:
+        m = PREFIX.match(raw)
+        if (int(m.group(1)) if m else None) != rank:
+            break
+        text = (raw[m.end():] if m else raw).rstrip("\r\n")
+        if LISTED_STOP.search(text) or EXCEPTION.match(text.strip()) and ":" in text and not text.startswith("-"):
+            break
+        out.append(text.strip())
+    return out
 
 
 def _log_prefix(numbered: list[tuple[int, str]], i: int, before: str) -> str:

@@ -165,6 +165,21 @@ def _families() -> list[str]:
                          "AWQ weights where llama.cpp, ZeRO-3 or a merge need full-precision ones)"),
         "missing-command": _("a shell's `command not found`: the package whose command it is (from the installed "
                              "packages' metadata), missing from the environment that ran it"),
+        # what the person's own shell commands in the log showed of the set-up (core.train.diagnosis_pasted)
+        "wrong-directory": _("a relative path not found from the prompt's working directory, while a listing in "
+                             "the log shows it under another folder: the folder to start from"),
+        "multinode-loopback": _("a run of several nodes whose rendezvous address is localhost while the jobs ran "
+                                "on different hosts: the rank-0 host to use"),
+        "host-unresolved": _("a network error on a machine whose host name a lookup in the log did not find: the "
+                             "/etc/hosts line to add"),
+        "file-system": _("a file error under a FUSE or network mount (mergerfs, NFS, sshfs) that refuses mmap: "
+                         "copy to a local disk or the mount options"),
+        "zero3-no-launcher": _("DeepSpeed ZeRO-3 in a process that says `distributed training: False`: start it "
+                               "through torchrun"),
+        "config-drift": _("an export or chat config that lacks a model setting the training config of the same "
+                          "model had (visual_inputs, template): the settings to copy"),
+        "dataset-columns": _("a column looked for that the dataset_info.json entry does not map, while the file "
+                             "has other columns: the \"columns\" mapping to add"),
         "old-release": _("an error of the code itself (an assertion, a wrong call; not a validation message, not the "
                          "machine) on a path through an old LLaMA-Factory (llmtuner, LLaMA-Efficient-Tuning, a release "
                          "well behind the one devtune is built on): update first"),

@@ -28,9 +28,9 @@ ID = {
     "vs_trl_too_new_for_lf.log": ("version-skew", "trl"),
     "acc_config_peer_mapping.log": ("config-contradiction", "accelerate config"),
     "ckpt_resume_no_steps_left.log": ("resume-nothing-left", "num_train_epochs"),
-    "data_dataset_info_wrong_cwd.log": ("config-contradiction", "working directory"),
+    "data_dataset_info_wrong_cwd.log": ("wrong-directory", "cd D:\\LLaMA-Factory-main"),
     "dist_zero3_gptq_int4_model.log": ("model-files", "original (unquantized) model"),
-    "fs_safetensors_mergerfs_mmap.log": ("filesystem", "mergerfs"),
+    "fs_safetensors_mergerfs_mmap.log": ("file-system", "cache.files=partial"),
     "mem_host_ram_killed_chat.log": ("oom-killer", "more RAM"),
     "tmpl_processor_no_chat_template.log": ("chat-template-missing", "chat_template.json"),
 }
@@ -40,8 +40,6 @@ KNOWN_MISSES = {
                                "for validations misleads: a dataset's columns, a model's config class)",
     "acc_config_peer_mapping.log": "the fallback: the accelerate config in the log (num_processes: 10) is not read",
     "ckpt_resume_no_steps_left.log": "the run exits 0 with nothing trained; no failure, so no diagnosis",
-    "data_dataset_info_wrong_cwd.log": "says check dataset_dir; the prompt's working directory (src) is not read",
-    "fs_safetensors_mergerfs_mmap.log": "the fallback on ENODEV; the mount type (fuse.mergerfs) is not read",
     "mem_host_ram_killed_chat.log": "the OOM killer, but its advice is for training (workers), not a too-large model",
     "tmpl_processor_no_chat_template.log": "the library's advice (set a chat template), not: copy chat_template.json",
 }

@@ -22,10 +22,9 @@ ID = {  # the diagnosis that is right, and what it says
     "slurm_oom_kill_shared_nodes.log": ("resource-exhaustion", "--mem"),
     "gguf_convert_bnb_int8_merged.log": ("model-files", "full-precision base"),
     "ollama_create_lfs_pointer.log": ("model-files", "git lfs pull"),
+    "c10d_store_hostname_not_in_hosts.log": ("host-unresolved", "192.168.56.101 ubuntu-vm"),
 }
 KNOWN_MISSES = {
-    "c10d_store_hostname_not_in_hosts.log": "says the master is unreachable; the hostname missing from /etc/hosts "
-                                            "(getent prints nothing) is not read",
     "env_system_libstdcxx_before_conda.log": "the fallback; the system libstdc++ loaded before the env's is not "
                                              "reasoned from the GLIBCXX version",
     "gguf_convert_py_phi2.log": "the fallback; the legacy convert.py on a Phi model (convert-hf-to-gguf.py beside it)",

@@ -22,18 +22,18 @@ ID = {  # the diagnosis that is right, and what it says
     "serve_vllm_merged_tokenizer_unparsable.log": ("version-skew", "tokenizers"),
     "env_docker_driver_too_old.log": ("driver-too-old", "driver"),
     "env_llamafactory_cli_not_installed.log": ("missing-command", "pip install -e ."),
+    "data_pretrain_text_column_unmapped.log": ("dataset-columns", '"columns": {"prompt": "text"}'),
+    "data_webui_cwd_dataset_info.log": ("wrong-directory", "cd D:\\projects\\LLaMA-Factory"),
+    "ds_config_bf16_without_flag.log": ("config-contradiction", '"bf16": {"enabled": "auto"}'),
+    "ds_zero3_single_gpu_no_torchrun.log": ("zero3-no-launcher", "FORCE_TORCHRUN=1"),
+    "export_llava_without_visual_inputs.log": ("config-drift", "visual_inputs: True"),
+    "slurm_multinode_master_addr_localhost.log": ("multinode-loopback", "MASTER_ADDR"),
 }
 KNOWN_MISSES = {
-    "data_pretrain_text_column_unmapped.log": "the fallback; the dataset_info.json entry without `columns` is not read",
-    "data_webui_cwd_dataset_info.log": "says check dataset_dir; the prompt's working directory is not read",
-    "ds_config_bf16_without_flag.log": "the library's advice, cut at its colon; the bf16 pair it lists is not read",
-    "ds_zero3_single_gpu_no_torchrun.log": "the fallback; ZeRO-3 with `distributed training: False` is not read",
-    "export_llava_without_visual_inputs.log": "the fallback; the merge YAML without visual_inputs is not read",
     "ollama_adapter_file_not_folder.log": "the error line; ADAPTER naming a file beside adapter_config.json is not read",
     "serve_vllm_qwen2vl_lora_unsupported.log": "the fallback; the message's own cause (no LoRA for this architecture) "
                                                "is not turned into: merge the adapter, serve the merged model",
     "serve_vllm_remote_code_config_missing.log": "says set trust_remote_code; the auto_map's missing file is not read",
-    "slurm_multinode_master_addr_localhost.log": "the scancel line; --master_addr localhost on two nodes is not read",
     "tgi_model_id_cache_root.log": "says point adapter_name_or_path at the run; the Hub cache root is not recognised",
     "vs_accelerate_old_optimizer_train.log": "the fallback; accelerate 0.34.0 in pip list is not tied to the frame",
 }
