@@ -53,7 +53,8 @@ FAMILIES = ("version-skew", "resource-exhaustion", "rendezvous-network", "gpu-ru
             "library-advice", "old-release",
             "model-files", "missing-command",
             "wrong-directory", "multinode-loopback", "host-unresolved", "file-system", "zero3-no-launcher",
-            "config-drift", "dataset-columns")  # these: core.train.diagnosis_pasted  # these: core.train.diagnosis_settings, from the libraries' own settings (knobs.json)
+            "config-drift", "dataset-columns", "wrong-path-kind", "remote-code-files",
+            "not-writable")  # these: core.train.diagnosis_pasted  # these: core.train.diagnosis_settings, from the libraries' own settings (knobs.json)
 SITE = re.compile(r"(?:site|dist)-packages/([A-Za-z_][\w]*)/")
 IMPORT_NAME = re.compile(r"cannot import name '(\w+)' from '([\w.]+)'")
 NO_SUBMODULE = re.compile(r"No module named '(\w+(?:\.\w+)+)'")

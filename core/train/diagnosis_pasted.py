@@ -4,8 +4,6 @@ core.train.log_facts reads the shell commands in a log (prompts, working directo
 `getent`, `squeue`). Each reason below joins one kind of those facts with what the failure is about, whatever
 the message's words; none of them knows a message:
 
-- a relative path that was not found, looked for from the prompt's working directory, while a listing in the
-  log shows it under another folder: the run was started from the wrong directory;
 - a run of several nodes whose rendezvous address is the loopback (`--master_addr localhost`, `MASTER_ADDR=127.0.0.1`)
   while the jobs ran on different hosts: each node waits for itself;
 - a network failure on a machine whose own host name a lookup in the log did not find (`getent hosts` empty);
@@ -13,23 +11,22 @@ the message's words; none of them knows a message:
 - DeepSpeed ZeRO-3 in a process that says `distributed training: False`: no launcher started it;
 - a column the loader looked for that the dataset's `dataset_info.json` entry (as shown) does not map, while the
   data file (as shown) has other columns;
-- an export or chat config that lacks a model setting the training config of the same model had.
+- an export or chat config that lacks a model setting the training config of the same model had;
+- and the paths (core.train.diagnosis_pasted_paths): a relative path from the wrong working directory, a path of
+  the wrong kind (a weights file for its folder, a Hub cache root), a model folder without the code its config
+  names, a folder the prompt's user cannot write.
 
 Each finding is a contradiction of the run's own set-up, so core.train.diagnosis_report ranks it first.
 """
 
 from __future__ import annotations
 
-import ntpath
 import re
 
 from core.i18n import _
 from core.train import log_facts
 from core.train.diagnosis_families import FamilyFinding
-
-NOT_FOUND = re.compile(r"(?i)no such file|not found|does not exist|cannot open|can't find|couldn't find|unable to "
-                       r"(?:open|find|load)|FileNotFoundError|Errno 2\b|not a (?:file|directory)|is not a local folder")
-QUOTED_PATH = re.compile(r"'([^'\n]+)'|\"([^\"\n]+)\"|((?:\.{1,2}[\\/])?[\w.\-]+(?:[\\/]+[\w.\-]+)+)")
+from core.train.diagnosis_pasted_paths import given_path, launch_of, not_writable, remote_code_files, wrong_directory
 
 
 def pasted_finding(root: str, frames: str, *, lines: list[tuple[int, str]] | None = None,
@@ -40,8 +37,8 @@ def pasted_finding(root: str, frames: str, *, lines: list[tuple[int, str]] | Non
         return None
     full_text = "\n".join(t for _n, t in lines)
     commands = log_facts.shell_commands(lines)
-    for reason in (_multinode_loopback, _zero3_plain_process, _unresolved_host, _mount, _wrong_directory,
-                   _dataset_columns, _config_drift):
+    for reason in (not_writable, _multinode_loopback, _zero3_plain_process, _unresolved_host, _mount, wrong_directory,
+                   given_path, remote_code_files, _dataset_columns, _config_drift):
         found = reason(root, full_text, commands, root_line)
         if found is not None:
             return found
@@ -50,83 +47,6 @@ def pasted_finding(root: str, frames: str, *, lines: list[tuple[int, str]] | Non
 
 def _finding(fid, title, explanation, fix, commands, facts) -> FamilyFinding:
     return FamilyFinding(fid, title, explanation, fix, commands, facts, own_cause=True, contradiction=True)
-
-
-def _launch(commands: list[log_facts.ShellCommand], root_line: int | None) -> log_facts.ShellCommand | None:
-    """The command that ran the failing program: the last one before the root line (the last one if unknown)."""
-    before = [c for c in commands if root_line is None or c.line < root_line]
-    return before[-1] if before else None
-
-
-# --- the working directory ---------------------------------------------------------------------------------
-
-def _relative_paths(root: str) -> list[str]:
-    found = []
-    for m in QUOTED_PATH.finditer(root):
-        path = next(g for g in m.groups() if g)
-        path = path.replace("\\\\", "\\").strip()
-        if log_facts.absolute(path) or "://" in path or not re.search(r"[\\/]|\.\w{2,5}$", path):
-            continue
-        found.append(path)
-    return list(dict.fromkeys(found))
-
-
-def _parts(path: str) -> list[str]:
-    return [p for p in re.split(r"[\\/]+", path) if p and p != "."]
-
-
-def _holder(relative: str, shown: set[str]) -> str | None:
-    """The folder under which a listing showed `relative` (or its first folders): where it resolves."""
-    want = [p.lower() for p in _parts(relative)]
-    for path in sorted(shown):
-        have = _parts(path)
-        low = [p.lower() for p in have]
-        for k in range(len(want), 0, -1):
-            if len(low) > k and low[-k:] == want[:k]:
-                sep = "\\" if log_facts.windows(path) else "/"
-                head = sep.join(have[:-k])
-                return head + sep if re.fullmatch(r"[A-Za-z]:", head) else (head or sep)
-    return None
-
-
-def _same(a: str, b: str) -> bool:
-    return ntpath.normcase(a.rstrip("\\/")) == ntpath.normcase(b.rstrip("\\/"))
-
-
-def _wrong_directory(root, text, commands, root_line):
-    if not NOT_FOUND.search(root):
-        return None
-    launch = _launch(commands, root_line)
-    if launch is None or not launch.cwd:
-        return None
-    exist, missing = log_facts.listed_paths(commands)
-    for relative in _relative_paths(root):
-        holder = _holder(relative, exist)
-        first = log_facts.join(launch.cwd, _parts(relative)[0])
-        shown_missing = any(_same(first, m) or _same(log_facts.join(launch.cwd, relative), m) for m in missing)
-        if holder is None and not shown_missing:
-            continue
-        if holder is not None and _same(holder, launch.cwd):
-            continue  # it is where it should be: the working directory is not the cause
-        facts = [_("the command `{command}` ran in {cwd} (its prompt)", command=launch.command[:120], cwd=launch.cwd)]
-        if shown_missing:
-            facts.append(_("{path} does not exist (the log's listing)", path=first))
-        if holder is not None:
-            facts.append(_("{path} is under {folder} (the log's listing)", path=relative, folder=holder))
-            fix = _("Start it from {folder}, where the relative path {path} resolves (`cd {folder}`, then the same "
-                    "command), or give the absolute path {absolute}.", folder=holder, path=relative,
-                    absolute=log_facts.join(holder, relative))
-            commands_out = [f"cd {holder}", launch.command]
-        else:
-            fix = _("Start it from the folder that holds {path} (for LLaMA-Factory: the repository's root, where "
-                    "`data/` is), or give an absolute path.", path=relative)
-            commands_out = [launch.command]
-        return _finding(
-            "wrong-directory", _("Started from the wrong directory: {path} is relative", path=relative),
-            _("The program looked for the relative path {path} from its working directory {cwd}, where it is not "
-              "(\"{said}\").", path=relative, cwd=launch.cwd, said=root[:160]),
-            fix, commands_out, facts)
-    return None
 
 
 # --- several nodes ------------------------------------------------------------------------------------------
@@ -270,7 +190,7 @@ def _train_only(key: str) -> bool:
 
 
 def _config_drift(root, text, commands, root_line):
-    launch = _launch(commands, root_line)
+    launch = launch_of(commands, root_line)
     if launch is None or not EXPORTING.search(launch.command) or not LOADING.search(root):
         return None
     configs = [(f, log_facts.parsed(f)) for f in log_facts.shown_files(commands)]

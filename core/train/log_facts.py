@@ -29,6 +29,7 @@ PROMPTS = (
     re.compile(ENV + r"(?P<cwd>[A-Za-z]:\\[^>]*|[A-Za-z]:)>(?P<cmd>.*)$"),  # cmd.exe
     re.compile(ENV + r"\[(?P<user>[\w.\-]+)@(?P<host>[\w.\-]+) (?P<base>[^\]]+)\][$#] ?(?P<cmd>.*)$"),  # RHEL bash
     re.compile(ENV + r"(?P<user>[\w.\-]+)@(?P<host>[\w.\-]+):(?P<cwd>[~/][^$#]*?)[$#] ?(?P<cmd>.*)$"),  # Debian bash
+    re.compile(ENV + r"(?P<user>[\w.\-]+)@(?P<host>[\w.\-]+) (?P<base>[~\w.\-/]+) [%#] (?P<cmd>.*)$"),  # macOS zsh
     re.compile(ENV + r"\$ (?P<cmd>.*)$"),  # a bare prompt (not `#`: a comment in a pasted file)
 )
 LOG_LINE = re.compile(r"^\s*(?:\[?\d{2,4}[-/]\d\d[-/]\d\d|\[(?:INFO|WARNING|ERROR|DEBUG)|(?:INFO|WARNING|ERROR)[ :|])")
@@ -41,6 +42,7 @@ class ShellCommand:
     cwd: str | None = None  # as the prompt printed it, or as `cd` set it
     host: str | None = None
     output: list[str] = field(default_factory=list)
+    user: str | None = None
 
     @property
     def argv(self) -> list[str]:
@@ -65,14 +67,14 @@ def shell_commands(text: str | list[tuple[int, str]]) -> list[ShellCommand]:
             if found and len(found[-1].output) < 400:
                 found[-1].output.append(line)
             continue
-        command, seen_cwd, host = prompt
+        command, seen_cwd, host, user = prompt
         cwd = seen_cwd or cwd
-        found.append(ShellCommand(number, command.strip(), cwd, host))
+        found.append(ShellCommand(number, command.strip(), cwd, host, user=user))
         cwd = _after_cd(command.strip(), cwd)
     return found
 
 
-def _prompt(line: str) -> tuple[str, str | None, str | None] | None:
+def _prompt(line: str) -> tuple[str, str | None, str | None, str | None] | None:
     if LOG_LINE.match(line):
         return None
     for pattern in PROMPTS:
@@ -84,7 +86,7 @@ def _prompt(line: str) -> tuple[str, str | None, str | None] | None:
         if pattern is PROMPTS[1] and (not command or command.startswith(">")):
             return None  # a `>` in text ("C:\\x>" with nothing typed is a prompt only with a command after it)
         cwd = groups.get("cwd") or groups.get("base")
-        return command, cwd, groups.get("host")
+        return command, cwd, groups.get("host"), groups.get("user")
     return None
 
 
@@ -193,6 +195,50 @@ def listed_paths(commands: list[ShellCommand]) -> tuple[set[str], set[str]]:
             for name in re.findall(r"^[-da][-a-z]{4,5}\s+\S+\s+\S+(?:\s+[AP]M)?\s+(?:\d+\s+)?(\S+)\s*$", out, re.M):
                 exist.add(ntpath.join(directory, name))
     return exist, missing
+
+
+LONG = re.compile(r"^[-dlcbps][rwxsStT-]{9}[@+.]?\s+\d+\s+\S+\s+\S+\s+[\d.,]+[KMGT]?\s+\w{3}\s+\d+\s+[\d:]+\s+(.+?)"
+                  r"(?: -> .*)?$")
+
+
+def listings(commands: list[ShellCommand]) -> dict[str, list[str]]:
+    """What `ls [DIR]` showed in a folder: folder (joined to the working directory) -> names in it."""
+    found: dict[str, list[str]] = {}
+    for cmd in commands:
+        argv = cmd.argv
+        if not argv or argv[0] not in ("ls", "ll") or "|" in argv:
+            continue
+        operands = [a for a in argv[1:] if not a.startswith("-")]
+        if len(operands) > 1 or not cmd.output or any(re.search(r"(?i)no such file|cannot access", t)
+                                                      for t in cmd.output):
+            continue
+        folder = operands[0] if operands else (cmd.cwd or ".")
+        if operands and cmd.cwd and not absolute(folder):
+            folder = join(cmd.cwd, folder)
+        lines = [t for t in cmd.output if t.strip() and not t.startswith("total ")]
+        long = [LONG.match(t) for t in lines]
+        if any(long):
+            names = [m.group(1).strip() for m in long if m]
+        else:
+            names = [n for t in lines for n in t.split()]
+        if names and not (len(names) == 1 and operands and names[0] in (operands[0], operands[0].rstrip("/"))):
+            found[folder.rstrip("/") or "/"] = names
+    return found
+
+
+MODE = re.compile(r"^([dl-])([r-][w-][xsS-])([r-][w-][xsS-])([r-][w-][xtT-])[@+.]?\s+\d+\s+(\S+)\s+(\S+)\s+.*?"
+                  r"\s(/\S*)$")
+
+
+def modes(commands: list[ShellCommand]) -> list[tuple[str, str, str, str, str | None]]:
+    """(path, mode, owner, group, the prompt's user) of each absolute path an `ls -l`/`ls -ld` line showed."""
+    found = []
+    for cmd in commands:
+        for line in cmd.output:
+            m = MODE.match(line.strip())
+            if m:
+                found.append((m.group(7), "".join(m.group(1, 2, 3, 4)), m.group(5), m.group(6), cmd.user))
+    return found
 
 
 def mounts(commands: list[ShellCommand]) -> list[tuple[str, str, str]]:

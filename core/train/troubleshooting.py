@@ -178,6 +178,13 @@ def _families() -> list[str]:
                                "through torchrun"),
         "config-drift": _("an export or chat config that lacks a model setting the training config of the same "
                           "model had (visual_inputs, template): the settings to copy"),
+        "wrong-path-kind": _("a path the person gave that is not the kind of folder the tool reads: a weights "
+                             "file where its folder (with adapter_config.json) is wanted, a Hub cache "
+                             "repository's root where a snapshot folder is: the path to give"),
+        "remote-code-files": _("a model folder whose config.json auto_map names code files (configuration_*.py, "
+                               "modeling_*.py) its listing lacks: the files to copy from the base model"),
+        "not-writable": _("\"Permission denied\" about a folder whose `ls -ld` shows it is not writable for the "
+                          "prompt's user (a root-owned /dev/shm of mode 755 and NCCL's shm_open): the chmod or chown"),
         "dataset-columns": _("a column looked for that the dataset_info.json entry does not map, while the file "
                              "has other columns: the \"columns\" mapping to add"),
         "old-release": _("an error of the code itself (an assertion, a wrong call; not a validation message, not the "

@@ -26,6 +26,10 @@ def finding(text: str, root: str):
     ("heldout8/ds_zero3_single_gpu_no_torchrun.log", "zero3-no-launcher", "FORCE_TORCHRUN=1"),
     ("heldout8/export_llava_without_visual_inputs.log", "config-drift", "visual_inputs: True"),
     ("heldout8/data_pretrain_text_column_unmapped.log", "dataset-columns", '"columns": {"prompt": "text"}'),
+    ("heldout8/serve_vllm_remote_code_config_missing.log", "remote-code-files", "hf download mosaicml/mpt-30b"),
+    ("heldout7/nccl_shm_open_permission_denied.log", "not-writable", "sudo chmod 1777 /dev/shm"),
+    ("heldout8/ollama_adapter_file_not_folder.log", "wrong-path-kind", "/Users/user/ollama_exp"),
+    ("heldout8/tgi_model_id_cache_root.log", "wrong-path-kind", "snapshots/11c5a3d5811f50298f278a704980280950aedb10/"),
 ])
 def test_the_real_logs_get_the_fact_their_cause_is_read_from(log, fid, words):
     first = diagnose_files([LOGS / log])[0]
@@ -107,3 +111,48 @@ def test_sharegpt_columns_from_the_message_itself():
 def test_without_pasted_commands_nothing_changes():
     text = "FileNotFoundError: [Errno 2] No such file or directory: 'data/dataset_info.json'\n"
     assert diagnose_text(text)[0].id != "wrong-directory"
+
+
+def test_a_weights_file_given_for_an_adapter_in_a_yaml_and_in_a_vllm_flag():
+    listing = ("u@h:~/LF$ ls saves/qwen/lora\nadapter_config.json  adapter_model.safetensors  trainer_log.jsonl\n")
+    yaml = (listing + "u@h:~/LF$ cat chat.yaml\nmodel_name_or_path: Qwen/Qwen2.5-7B\n"
+            "adapter_name_or_path: ./saves/qwen/lora/adapter_model.safetensors\nu@h:~/LF$ llamafactory-cli chat chat.yaml\n")
+    found = finding(yaml, "ValueError: Can't find 'adapter_config.json' at './saves/qwen/lora/adapter_model.safetensors'")
+    assert found.id == "wrong-path-kind" and found.fix.endswith("./saves/qwen/lora") and "chat.yaml" in found.fix
+    flag = ("root@box:/srv# ls /srv/lora\nadapter_config.json adapter_model.safetensors\n"
+            "root@box:/srv# vllm serve Qwen/Qwen2.5-7B --enable-lora --lora-modules sql=/srv/lora/adapter_model.safetensors\n")
+    found = finding(flag, "FileNotFoundError: No such file or directory: '/srv/lora/adapter_model.safetensors/adapter_config.json'")
+    assert found.id == "wrong-path-kind" and "/srv/lora" in found.fix
+
+
+def test_a_hub_cache_root_given_to_vllm_and_a_real_model_folder():
+    text = ("$ ls ~/.cache/huggingface/hub/models--Qwen--Qwen2.5-0.5B\nblobs  refs  snapshots\n"
+            "$ vllm serve ~/.cache/huggingface/hub/models--Qwen--Qwen2.5-0.5B\n")
+    root = "OSError: Can't load the configuration: no file named config.json in ~/.cache/huggingface/hub/models--Qwen--Qwen2.5-0.5B"
+    found = finding(text, root)
+    assert found.id == "wrong-path-kind" and "snapshots/<revision>" in found.fix
+    real = text.replace("blobs  refs  snapshots", "config.json  model.safetensors  tokenizer.json")
+    assert finding(real, root) is None
+
+
+def test_a_merged_folder_without_the_modeling_file_its_auto_map_names():
+    text = ("u@h:~/LF$ ls output/qwen7b-merged\nconfig.json  model-00001-of-00002.safetensors  qwen.tiktoken\n"
+            "u@h:~/LF$ cat output/qwen7b-merged/config.json\n{\"architectures\": [\"QWenLMHeadModel\"], \"auto_map\": "
+            "{\"AutoConfig\": \"configuration_qwen.QWenConfig\", \"AutoModelForCausalLM\": \"modeling_qwen.QWenLMHeadModel\"}}\n"
+            "u@h:~/LF$ llamafactory-cli chat --model_name_or_path output/qwen7b-merged --template qwen\n")
+    root = "ModuleNotFoundError: No module named 'transformers_modules.qwen7b-merged.modeling_qwen'"
+    found = finding(text, root)
+    assert found.id == "remote-code-files" and "configuration_qwen.py, modeling_qwen.py" in found.title
+    assert found.commands[0].startswith("cp <base model folder>/*.py")
+    complete = text.replace("qwen.tiktoken", "qwen.tiktoken configuration_qwen.py modeling_qwen.py")
+    assert finding(complete, root) is None
+
+
+def test_an_output_folder_owned_by_root_and_what_is_no_permission_problem():
+    text = ("[bob@gpu2 LF]$ ls -ld /data/saves\ndrwxr-xr-x 3 root root 4096 May  2 10:00 /data/saves\n"
+            "[bob@gpu2 LF]$ llamafactory-cli train x.yaml\n"
+            "PermissionError: [Errno 13] Permission denied: '/data/saves/qwen-lora'\n")
+    found = finding(text, "PermissionError: [Errno 13] Permission denied: '/data/saves/qwen-lora'")
+    assert found.id == "not-writable" and found.commands[0] == "sudo chown bob /data/saves"
+    assert finding(text.replace("[bob@gpu2", "[root@gpu2"), "PermissionError: [Errno 13]") is None
+    assert finding(text.replace("drwxr-xr-x 3 root root", "drwxrwxr-x 3 root bob"), "PermissionError") is None
