@@ -1,7 +1,9 @@
 """What the person ran, read from the log: the command (`vllm serve`, `llamafactory-cli train/chat/...`), its
 line to re-run with a setting changed, and the two ways a command refuses its own input before doing anything:
 LLaMA-Factory's "Some keys are not used by the HfArgumentParser" (keys of another command, or misspelt ones) and
-argparse's "unrecognized arguments" (a flag it does not have, matched to the one that means it).
+argparse's "unrecognized arguments" (a flag it does not have, matched to the one that means it); and a feature
+the run switched on that the library says this model does not support ("Model X does not support LoRA, but LoRA is
+enabled"): the switch, and what does the same without it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import re
 from core.i18n import _
 from core.train.diagnosis_families import FamilyFinding
 from core.train.knobs import Knob, knobs
+from core.train.log_facts import shell_commands
 
 COMMAND = re.compile(r"llamafactory-cli\s+(train|chat|webchat|api|export|eval)\b|(\bvllm serve\b|vllm\.entrypoints)")
 KIND_OF = {"train": "train", "chat": "infer", "webchat": "infer", "api": "infer", "export": "infer", "eval": "eval"}
@@ -39,6 +42,9 @@ def ran_line(log_text: str) -> str | None:
         m = re.match(r"^\s*[$#]\s+(.*\b(?:vllm serve|llamafactory-cli \w+)\b.*)$", line)
         if m:
             return m.group(1).strip()
+    for cmd in shell_commands(log_text):  # behind any other prompt (conda's, PowerShell's, zsh's)
+        if re.search(r"\b(?:vllm serve|llamafactory-cli \w+)\b", cmd.command):
+            return cmd.command
     return None
 
 
@@ -178,3 +184,46 @@ def missing_command(message: str, log_text: str) -> FamilyFinding | None:
           "finds it.", what=what, local=local, name=name),
         (["pip install -e ." if local else f"pip install {dist}"] if dist else []) + [f"which {name}", "which python"],
         facts, own_cause=True)
+
+
+UNSUPPORTED = re.compile(r"(?P<what>\b[A-Z][\w.\-]+|this model|the model) does not support (?P<feature>[A-Za-z][\w\- ]{1,40}?)"
+                         r"(?:\s+yet)?(?=[,.;:]|\s+but\b|\s+when\b|$)|(?P<feature2>[A-Za-z][\w\-]{1,30}(?: [\w\-]+)?) is not "
+                         r"supported (?:for|by|with|on) (?:the )?(?P<what2>[\w.\-]+)")
+FLAG_ON = re.compile(r"(?<![\w-])(--[a-z][\w-]+)(?![\w-])")
+
+
+def unsupported_feature(message: str, log_text: str, command: str | None) -> FamilyFinding | None:
+    """A feature the library says this model does not support, switched on by a flag or key of this run."""
+    m = UNSUPPORTED.search(message)
+    if m is None:
+        return None
+    what = m.group("what") or m.group("what2")
+    feature = (m.group("feature") or m.group("feature2")).strip()
+    token = re.sub(r"[\s\-]+", "_", feature.lower())
+    libs = LAUNCH_LIBS.get(command or "", set())
+    line = ran_line(log_text) or ""
+    used = set(FLAG_ON.findall(line)) | {f"{k}" for k in re.findall(r"\b(\w+)=True\b", log_text)}
+    switches = [k for k in knobs() if (not libs or k.lib in libs) and re.search(r"(?:^|_)" + re.escape(token) + r"(?:_|$)",
+                                                                                 k.name)
+                and (k.flag in used or k.name in used)]
+    if not switches:
+        return None
+    knob = switches[0]
+    spelled = knob.flag or f"{knob.name}: true"
+    facts = [_("the library: {what} does not support {feature}", what=what, feature=feature),
+             _("this run switches it on: {setting}", setting=spelled)]
+    fix = _("Turn {feature} off for this model (drop {setting}), or use a release of {lib} whose {what} supports "
+            "it.", feature=feature, setting=spelled, lib=knob.lib, what=what)
+    commands = [line.replace(" " + spelled, "") if line else f"# without {spelled}"]
+    if "lora" in token:
+        fix = _("Serve the adapter merged into the model instead: merge it (`devtune merge`, or `llamafactory-cli "
+                "export` with adapter_name_or_path) and serve the merged folder without {setting}; or use a release "
+                "of {lib} whose {what} supports LoRA.", setting=spelled, lib=knob.lib, what=what)
+        served = re.sub(r"\s--(?:enable-lora|lora-modules(?:[ =]\S+)?|max-lora-rank[ =]\S+)", "", line)
+        commands = ["devtune merge", re.sub(r"(vllm serve)\s+(?!-)\S+", r"\1 <merged folder>", served, count=1)
+                    if "vllm serve" in line else "vllm serve <merged folder>"]
+    return FamilyFinding("unsupported-feature", _("{what} does not support {feature}, and this run turns it on",
+                                                  what=what, feature=feature),
+                         _("The library refuses the combination: {what} has no {feature}, and {setting} asks for "
+                           "it (\"{said}\").", what=what, feature=feature, setting=spelled, said=message[:200]),
+                         fix, commands, facts, own_cause=True)

@@ -50,7 +50,7 @@ FAMILIES = ("version-skew", "resource-exhaustion", "rendezvous-network", "gpu-ru
             "config-contradiction", "missing-dependency",  # these two: _config
             "file-cut-short",  # _machine
             "setting-documented-cause", "wrong-command-keys", "named-setting", "hardware-limit",
-            "library-advice", "old-release",
+            "library-advice", "old-release", "unsupported-feature",
             "model-files", "missing-command",
             "wrong-directory", "multinode-loopback", "host-unresolved", "file-system", "zero3-no-launcher",
             "config-drift", "dataset-columns", "wrong-path-kind", "remote-code-files",

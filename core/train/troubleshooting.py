@@ -159,6 +159,9 @@ def _families() -> list[str]:
                            "variable); or two settings it says cannot go together"),
         "hardware-limit": _("a library that refuses this GPU (\"only supports ... or newer\"): the setting that "
                             "chooses that library, and a choice that does not use it"),
+        "unsupported-feature": _("a feature the library says this model does not support, switched on by a flag "
+                                 "or key of the run (--enable-lora on a model without LoRA in vLLM): the switch to "
+                                 "drop, and for LoRA, the merged model to serve instead"),
         "library-advice": _("no setting is named, but the library says what to do: its own words"),
         "model-files": _("what the log shows of the model's folder decides: a weights file of a few hundred bytes or "
                          "git-lfs's pointer text (clone without git-lfs), a quantization_config (bitsandbytes, GPTQ, "

@@ -29,12 +29,11 @@ ID = {  # the diagnosis that is right, and what it says
     "export_llava_without_visual_inputs.log": ("config-drift", "visual_inputs: True"),
     "slurm_multinode_master_addr_localhost.log": ("multinode-loopback", "MASTER_ADDR"),
     "ollama_adapter_file_not_folder.log": ("wrong-path-kind", "/Users/user/ollama_exp"),
+    "serve_vllm_qwen2vl_lora_unsupported.log": ("unsupported-feature", "serve the merged folder"),
     "serve_vllm_remote_code_config_missing.log": ("remote-code-files", "hf download mosaicml/mpt-30b"),
     "tgi_model_id_cache_root.log": ("wrong-path-kind", "snapshots/11c5a3d5811f50298f278a704980280950aedb10/"),
 }
 KNOWN_MISSES = {
-    "serve_vllm_qwen2vl_lora_unsupported.log": "the fallback; the message's own cause (no LoRA for this architecture) "
-                                               "is not turned into: merge the adapter, serve the merged model",
     "vs_accelerate_old_optimizer_train.log": "the fallback; accelerate 0.34.0 in pip list is not tied to the frame",
 }
 NOT_QUOTED = {"ds_config_bf16_without_flag.log", "slurm_multinode_master_addr_localhost.log"}

@@ -314,3 +314,18 @@ def test_an_old_release_is_not_blamed_for_a_validation_message():
            "ValueError: Original column name instruction not in the dataset. Current columns in the dataset: "
            "['text', 'meta']\n")
     assert diagnose_text(log, "run.log", exit_code=1)[0].id != "old-release"
+
+
+def test_a_feature_the_model_does_not_support_switched_on_by_the_run():
+    from core.train.failures import diagnose_text
+
+    log = ("$ vllm serve /models/gemma-3-12b-it --enable-lora --lora-modules ft=/ckpt/lora --max-lora-rank 16\n"
+           "Traceback (most recent call last):\n  File \"/venv/lib/python3.12/site-packages/vllm/model_executor/"
+           "models/gemma3_mm.py\", line 40, in load\n"
+           "ValueError: Model Gemma3ForConditionalGeneration does not support LoRA, but LoRA is enabled. Support "
+           "for this model may be added in the future.\n")
+    first = diagnose_text(log)[0]
+    assert first.id == "unsupported-feature" and "Gemma3ForConditionalGeneration" in first.title
+    assert first.commands == ["devtune merge", "vllm serve <merged folder>"]
+    without = log.replace(" --enable-lora --lora-modules ft=/ckpt/lora --max-lora-rank 16", "")
+    assert diagnose_text(without)[0].id != "unsupported-feature"  # the run did not ask for it
