@@ -146,7 +146,9 @@ def _closest_flags(flag: str, known: list[str], helps: dict[str, str]) -> list[s
     return [f for f in ranked if score(f) >= 2.5]
 
 
-NOT_FOUND = re.compile(r"(?:^|: )([\w.+-]+): command not found")
+NOT_FOUND = re.compile(r"command not found: ([\w.+-]+)|(?:^|: )([\w.+-]+): command not found(?!:)|"
+                       r"^'([\w.+-]+)' (?:is not recognized as an internal or external command|不是内部或外部命令|[^\x00-\x7f]*\ufffd[^\x00-\x7f]*\ufffd[^\x00-\x7f]*\ufffd)|"
+                       r"^([\w.+-]+) : The term '[\w.+-]+' is not recognized", re.M)
 
 
 def command_package(name: str) -> str | None:
@@ -165,7 +167,7 @@ def missing_command(message: str, log_text: str) -> FamilyFinding | None:
     m = NOT_FOUND.search(message)
     if m is None:
         return None
-    name = m.group(1)
+    name = next(g for g in m.groups() if g)
     dist = command_package(name)
     env = re.findall(r"^(/\S+)/bin/python3?\s*$", log_text, re.M)
     facts = [_("command not found: {name}", name=name)]
@@ -192,8 +194,39 @@ UNSUPPORTED = re.compile(r"(?P<what>\b[A-Z][\w.\-]+|this model|the model) does n
 FLAG_ON = re.compile(r"(?<![\w-])(--[a-z][\w-]+)(?![\w-])")
 
 
+LORA_MODULES = re.compile(r"expected target modules in \{([^}]*)\} but received \[([^\]]*)\]")
+
+
+def _lora_modules(message: str, log_text: str) -> FamilyFinding | None:
+    """vLLM serves LoRA on some modules only; an adapter with others (an embedding, lm_head, a tool's own names)
+    is refused: merged into the model, it needs no LoRA support at all."""
+    m = LORA_MODULES.search(message)
+    if m is None:
+        return None
+    allowed = sorted(set(re.findall(r"'([\w.]+)'", m.group(1))))
+    got = sorted(set(re.findall(r"'([\w.]+)'", m.group(2))) - set(allowed))
+    line = ran_line(log_text) or ""
+    served = re.sub(r"\s--(?:enable-lora|lora-modules(?:[ =]\S+)?|max-lora-rank[ =]\S+)", "", line)
+    return FamilyFinding(
+        "unsupported-feature", _("The adapter has LoRA weights on modules the server cannot load: {modules}",
+                                 modules=", ".join(got)),
+        _("The server applies LoRA to {allowed} only, and the adapter also trains {modules} (an embedding, the "
+          "output layer or a tool's own module names), so it refuses the adapter.", allowed=", ".join(allowed),
+          modules=", ".join(got)),
+        _("Merge the adapter into the model (`devtune merge`, or the training tool's own merge script) and serve the "
+          "merged folder without --enable-lora; or train the adapter on the modules the server takes "
+          "(lora_target: {allowed}).", allowed=",".join(allowed)),
+        ["devtune merge", re.sub(r"(vllm serve)\s+(?!-)\S+", r"\1 <merged folder>", served, count=1)
+         if "vllm serve" in line else "vllm serve <merged folder>"],
+        [_("the server takes LoRA on: {modules}", modules=", ".join(allowed)),
+         _("the adapter has: {modules}", modules=", ".join(got))], own_cause=True)
+
+
 def unsupported_feature(message: str, log_text: str, command: str | None) -> FamilyFinding | None:
     """A feature the library says this model does not support, switched on by a flag or key of this run."""
+    found = _lora_modules(message, log_text)
+    if found is not None:
+        return found
     m = UNSUPPORTED.search(message)
     if m is None:
         return None
@@ -227,3 +260,41 @@ def unsupported_feature(message: str, log_text: str, command: str | None) -> Fam
                          _("The library refuses the combination: {what} has no {feature}, and {setting} asks for "
                            "it (\"{said}\").", what=what, feature=feature, setting=spelled, said=message[:200]),
                          fix, commands, facts, own_cause=True)
+
+
+INVALID_CHOICE = re.compile(r"argument ([\w/-]+): invalid choice: '([^']*)' \(choose from ([^)]*)\)")
+# llama.cpp's quantization types that only llama-quantize makes (its converter writes f32/f16/bf16/q8_0 and tq*)
+QUANTIZE_ONLY = re.compile(r"(?i)^(?:q[2-6]_k(?:_[sml])?|iq[1-4]_\w+|q4_[01]|q5_[01])$")
+
+
+def invalid_choice(message: str, log_text: str) -> FamilyFinding | None:
+    """argparse's "argument --outtype: invalid choice: 'q4_k_m' (choose from ...)": the choices, the closest, and
+    for llama.cpp's converter, that k-quants are made by llama-quantize after an f16 conversion."""
+    m = INVALID_CHOICE.search(message)
+    if m is None:
+        return None
+    flag, value, listed = m.group(1), m.group(2), m.group(3)
+    choices = re.findall(r"'([^']*)'", listed) or [c.strip() for c in listed.split(",")]
+    close = difflib.get_close_matches(value.lower(), [c.lower() for c in choices], n=2, cutoff=0.5)
+    facts = [_("{flag} takes one of: {choices}", flag=flag, choices=", ".join(choices)),
+             _("given: {value}", value=value)]
+    program = re.search(r"([\w.\-]+\.py|[\w.\-]+): error: argument", message)
+    name = program.group(1) if program else "the program"
+    if QUANTIZE_ONLY.match(value) and ("gguf" in (name + log_text).lower() or "llama.cpp" in log_text):
+        base = "f16" if "f16" in choices else "bf16"
+        return FamilyFinding(
+            "wrong-command-keys", _("{value} is a type of llama-quantize, not of the converter", value=value),
+            _("{name} writes only {choices}; {value} (a k-quant or i-quant) is made from such a GGUF by llama.cpp's "
+              "llama-quantize.", name=name, choices=", ".join(choices), value=value),
+            _("Convert with {flag} {base}, then quantize that file: `llama-quantize model-{base}.gguf "
+              "model-{value}.gguf {upper}` (devtune merge --gguf --quant does both).", flag=flag, base=base,
+              value=value.lower(), upper=value.upper()),
+            [f"python convert_hf_to_gguf.py MODEL {flag} {base} --outfile model-{base}.gguf",
+             f"llama-quantize model-{base}.gguf model-{value.lower()}.gguf {value.upper()}"], facts, own_cause=True)
+    return FamilyFinding(
+        "wrong-command-keys", _("{flag} does not take {value}", flag=flag, value=value),
+        _("{name} stopped before doing anything: {flag} takes one of {choices}.", name=name, flag=flag,
+          choices=", ".join(choices)),
+        _("Give {flag} one of its choices{closest}.", flag=flag,
+          closest=_(" (closest: {names})", names=", ".join(close)) if close else ""),
+        [f"{name} --help"], facts, own_cause=True)

@@ -10,6 +10,8 @@ facts are what the log printed about its environment:
 - the Python environments: the prefixes of the launchers (`…/bin/torchrun`, `#!/usr/bin/python3`) and of the
   site-packages in tracebacks (a user site ~/.local belongs to the system Python);
 - NumPy's own banner that a module compiled for NumPy 1.x runs under 2.x;
+- pip's own list of the installed packages whose requirements the install broke ("X 1.0 requires torch==1.13.0,
+  but you have torch 1.12.1 which is incompatible");
 
 and, for `devtune diagnose RUN` on this machine, the failing or warning verdicts of the newest doctor report saved
 in the workspace (`doctor-report-*.md`, core.doctor.report). A contradiction (a CUDA build on an AMD GPU, a ROCm
@@ -129,7 +131,8 @@ def environment_finding(root: str, frames: str, *, log_text: str = "",
     """The contradiction among this run's environment facts that explains the root line, or None."""
     facts = read_facts(log_text)
     doctor = doctor or []
-    for reason in (_numpy_abi, _bnb_on_rocm, _torch_build, _no_gpu_in_job, _other_python, _doctor_says):
+    for reason in (_numpy_abi, _bnb_on_rocm, _torch_build, _no_gpu_in_job, _other_python, _pip_conflicts,
+                   _doctor_says):
         found = reason(root, frames, log_text, facts, doctor)
         if found is not None:
             found.facts += [_("devtune doctor ({report}): {check} {status}: {evidence}", report=v.report,
@@ -269,3 +272,39 @@ def _doctor_says(root, frames, log_text, facts, doctor):
                         _("Apply the doctor's fix for {check} (devtune doctor shows it), then run again.", check=v.id),
                         ["devtune doctor"], [], TORCH_CHECKS)
     return None
+
+
+PIP_HEADER = re.compile(r"pip's dependency resolver does not currently take into account|dependency conflicts")
+PIP_CONFLICT = re.compile(r"^(?:\[[^\]]*\] )?([\w.\-]+) ([\w.+!\-]+) requires ([\w.\-]+)((?:[^,\n]|,(?! which| but))*), (?:but you have "
+                          r"([\w.\-]+) ([\w.+!\-]+) which is incompatible|which is not installed)\.", re.M)
+
+
+def _pip_conflicts(root, frames, log_text, facts, doctor):
+    """pip installed a package that others already in the environment pin to another version."""
+    if not PIP_HEADER.search(root) and not PIP_CONFLICT.search(root):
+        return None
+    conflicts = PIP_CONFLICT.findall(log_text)
+    if not conflicts:
+        return None
+    lines = [m.group(0) for m in PIP_CONFLICT.finditer(log_text)][:6]
+    wanted = [(name, version, req, spec.strip(), have) for name, version, req, spec, _dep, have in conflicts]
+    incompatible = [w for w in wanted if w[4]]
+    holders = sorted({name for name, *_r in incompatible}) or sorted({name for name, *_r in wanted})
+    if incompatible:
+        req, have = incompatible[0][2], incompatible[0][4]
+        why = _("The install put {req} {have} into an environment that already held {holders}, built for another "
+                "{req} ({spec}); pip warns but leaves them broken, and importing them fails or picks the wrong build.",
+                req=req, have=have, holders=", ".join(holders), spec=incompatible[0][3])
+        fix = _("Install into a fresh virtual environment (the old one keeps the packages of another set-up); or, in "
+                "this one, uninstall {holders} if the project does not use them, or install their releases built for "
+                "{req} {have}.", holders=", ".join(holders), req=req, have=have)
+        commands = ["python -m venv .venv-new && . .venv-new/bin/activate", f"pip uninstall -y {' '.join(holders)}",
+                    "pip check"]
+    else:
+        missing = sorted({f"{req}{spec}" for _n, _v, req, spec, _h in wanted})
+        why = _("Installed packages require {missing}, which is not installed.", missing=", ".join(missing))
+        fix = _("Install what they require ({missing}), then check with `pip check`.", missing=", ".join(missing))
+        commands = [f"pip install {' '.join(repr(m) if any(c in m for c in '<>=!') else m for m in missing)}",
+                    "pip check"]
+    return _finding("pip-conflict", _("pip left the environment inconsistent: {holders}", holders=", ".join(holders)),
+                    why, fix, commands, [_("pip: {line}", line=line) for line in lines])

@@ -54,11 +54,15 @@ FAMILIES = ("version-skew", "resource-exhaustion", "rendezvous-network", "gpu-ru
             "model-files", "missing-command",
             "wrong-directory", "multinode-loopback", "host-unresolved", "file-system", "zero3-no-launcher",
             "config-drift", "dataset-columns", "wrong-path-kind", "remote-code-files",
-            "not-writable")  # these: core.train.diagnosis_pasted  # these: core.train.diagnosis_settings, from the libraries' own settings (knobs.json)
+            "not-writable", "container-gpu-runtime", "pip-conflict", "ollama-import")
+# the settings families above are core.train.diagnosis_settings (from the libraries' own settings, knobs.json); the
+# last group core.train.diagnosis_pasted (what the log's shell commands showed) and diagnosis_environment (pip)
 SITE = re.compile(r"(?:site|dist)-packages/([A-Za-z_][\w]*)/")
 IMPORT_NAME = re.compile(r"cannot import name '(\w+)' from '([\w.]+)'")
 NO_SUBMODULE = re.compile(r"No module named '(\w+(?:\.\w+)+)'")
 NO_ATTRIBUTE = re.compile(r"module '([\w.]+)' has no attribute '(\w+)'")
+# a class of a module lacks a member (gguf's `MODEL_ARCH.ARCEE`): the module is read from the failing source line
+TYPE_ATTRIBUTE = re.compile(r"type object '(\w+)' has no attribute '(\w+)'")
 BAD_KWARG = re.compile(r"(\w+)\.__init__\(\) got an unexpected keyword argument '(\w+)'")
 HOSTPORT = re.compile(r"\(([\w.:-]+), (\d+)\)|\b((?:\d{1,3}\.){3}\d{1,3}|[a-z][\w.-]*):(\d{2,5})\b|port: (\d+)")
 IPV4 = re.compile(r"(?:\d{1,3}\.){3}\d{1,3}")
@@ -98,6 +102,11 @@ def _version_skew(root, frames, *, python, log_text, **_kw) -> FamilyFinding | N
     if fmt is not None:
         return _reader_too_old(fmt, frames, python=python, log_text=log_text)
     m = IMPORT_NAME.search(root) or NO_SUBMODULE.search(root) or NO_ATTRIBUTE.search(root)
+    typed = TYPE_ATTRIBUTE.search(root)
+    if m is None and typed is not None:
+        used = re.search(r"\b([A-Za-z_][\w.]*)\." + re.escape(typed.group(1)) + r"\." + re.escape(typed.group(2)), frames)
+        if used is not None and used.group(1).split(".")[0] not in ("self", "cls"):
+            m = NO_ATTRIBUTE.search(f"module '{used.group(1)}' has no attribute '{typed.group(2)}'")
     kwarg = BAD_KWARG.search(root)
     if m is None and kwarg is None:
         return None
@@ -115,6 +124,11 @@ def _version_skew(root, frames, *, python, log_text, **_kw) -> FamilyFinding | N
         provider = dist_of(module)
         caller_pkg = _caller(frames, module)
         caller = dist_of(caller_pkg) if caller_pkg else None
+    script = None
+    if caller is None and kwarg is None:  # the user's own script called it (llama.cpp's converter, a train.py)
+        own = [f for f in re.findall(r'File "([^"]+)", line \d+', frames)
+               if not SITE.search(f) and not re.search(r"/lib/python3\.\d+/", f)]
+        script = own[-1].rsplit("/", 1)[-1] if own else None
     dists = [provider] + ([caller] if caller else [])
     facts_of = installed(dists, python=python, log_text=log_text)
     have = facts_of[provider]
@@ -145,14 +159,14 @@ def _version_skew(root, frames, *, python, log_text, **_kw) -> FamilyFinding | N
         fix = _("Install {provider} inside the range {caller} declares (the command below), or a {caller} "
                 "release made for {provider} {version}.", provider=provider, caller=caller, version=have.version)
     else:
-        pin = f'pip install -U "{provider}"' if caller else f'pip install --force-reinstall "{provider}"'
+        pin = f'pip install -U "{provider}"' if caller or script else f'pip install --force-reinstall "{provider}"'
         why = _("{caller} uses `{name}` of {provider}, which the installed {provider} {version} does not have: "
-                "the two were released for different versions of each other.", caller=caller or _("the code"),
+                "the two were released for different versions of each other.", caller=caller or script or _("the code"),
                 name=name, provider=provider, version=have.version or "?")
         fix = _("Make the pair agree: upgrade {provider} (the command below), or pin {caller} to the release "
                 "made for {provider} {version}; `pip check` lists what else disagrees.", provider=provider,
-                caller=caller or _("the caller"), version=have.version or "?")
-    title = _("Version skew: {caller} and {provider} do not match", caller=caller or _("a saved file"),
+                caller=caller or script or _("the caller"), version=have.version or "?")
+    title = _("Version skew: {caller} and {provider} do not match", caller=caller or script or _("a saved file"),
               provider=provider)
     return FamilyFinding("version-skew", title, why, fix, [pin, "pip check"], facts)
 

@@ -52,11 +52,23 @@ def find_native_abort(numbered: list[tuple[int, str]], prefix: re.Pattern) -> tu
 
 
 # A program's own error line when it printed no traceback: argparse's and Slurm's `prog: error: ...`, Go tools'
+# cmd.exe's and PowerShell's "is not recognized" for a missing command, also in another code page (GBK text read as
+# UTF-8 is replacement characters after the quoted name); a program's `docker: Error response from daemon: ...`.
+CMD_NOT_FOUND = re.compile(r"^'([\w.+-]+)' (?:is not recognized as an internal or external command|不是内部或外部命令|"
+                           r"[^\x00-\x7f]*\ufffd[^\x00-\x7f]*\ufffd[^\x00-\x7f]*\ufffd)|^([\w.+-]+) : The term '[\w.+-]+' is not recognized")
 # `Error: ...` (ollama), pip's `ERROR: ...`, a shell's `prog: fatal: ...`. Never a logger's record (`ERROR 12-03 ...`,
 # `[ERROR|...]`), which the traceback readers see. Also a shell's `bash: x: command not found` and a C library's
 # `XCheck FAIL file=... : message` (old torch's THCudaCheck).
-ERROR_LINE = re.compile(r"^(?:[\w./-]+: )?(?:error|fatal)(?:\([\w ]+\))?: \S.*|^(?:Error|ERROR|FATAL|Fatal): \S.*|"
-                        r"^(?:[\w./-]+: )(?:line \d+: )?[\w.+-]+: command not found$|^\S+ FAIL\b.*: \S.*")
+ERROR_LINE = re.compile(r"^(?:[\w./-]+(?: [a-z][\w-]*)?: )?(?:error|fatal)(?:\([\w ]+\))?: \S.*|^(?:Error|ERROR|FATAL|Fatal): \S.*|"
+                        r"^[\w./-]+: (?:Error|ERROR|error)\b[\w ]{0,40}: \S.*|"  # docker: Error response from daemon: ...
+                        r"^(?:[\w./-]+: )(?:line \d+: )?[\w.+-]+: command not found$|^\S+ FAIL\b.*: \S.*|"
+                        r"^(?:zsh|fish): command not found: [\w.+-]+$|"
+                        + CMD_NOT_FOUND.pattern)
+
+
+# pip's lines after a build's own error: they say which package failed, the subprocess's error above says why
+PIP_SUMMARY = re.compile(r"^(?:ERROR: (?:Could not build wheels|Failed building wheel|Failed to build)|error: "
+                         r"(?:subprocess-exited-with-error|metadata-generation-failed))")
 
 
 def find_error_line(numbered: list[tuple[int, str]], prefix: re.Pattern) -> tuple[int, int | None, str] | None:
@@ -65,6 +77,6 @@ def find_error_line(numbered: list[tuple[int, str]], prefix: re.Pattern) -> tupl
     for number, raw in numbered:
         m = prefix.match(raw)
         text = (raw[m.end():] if m else raw).strip()
-        if ERROR_LINE.match(text):
+        if ERROR_LINE.match(text) and not (found is not None and PIP_SUMMARY.match(text)):
             found = (number, int(m.group(1)) if m else None, text[:400])
     return found

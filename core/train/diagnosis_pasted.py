@@ -11,6 +11,10 @@ the message's words; none of them knows a message:
 - DeepSpeed ZeRO-3 in a process that says `distributed training: False`: no launcher started it;
 - a column the loader looked for that the dataset's `dataset_info.json` entry (as shown) does not map, while the
   data file (as shown) has other columns;
+- a container started with GPUs (`docker run --gpus`) whose engine has no NVIDIA runtime (`docker info`'s
+  Runtimes, no nvidia-container-toolkit package);
+- `ollama create` of a Modelfile whose FROM is a Hugging Face folder (not a GGUF) failing in its import: a GGUF
+  made by llama.cpp always imports;
 - an export or chat config that lacks a model setting the training config of the same model had;
 - and the paths (core.train.diagnosis_pasted_paths): a relative path from the wrong working directory, a path of
   the wrong kind (a weights file for its folder, a Hub cache root), a model folder without the code its config
@@ -37,7 +41,7 @@ def pasted_finding(root: str, frames: str, *, lines: list[tuple[int, str]] | Non
         return None
     full_text = "\n".join(t for _n, t in lines)
     commands = log_facts.shell_commands(lines)
-    for reason in (not_writable, _multinode_loopback, _zero3_plain_process, _unresolved_host, _mount, wrong_directory,
+    for reason in (not_writable, _container_gpu_runtime, _ollama_import, _multinode_loopback, _zero3_plain_process, _unresolved_host, _mount, wrong_directory,
                    given_path, remote_code_files, _dataset_columns, _config_drift):
         found = reason(root, full_text, commands, root_line)
         if found is not None:
@@ -264,3 +268,72 @@ def _dataset_columns(root, text, commands, root_line):
         _("Map the file's columns in the entry {name} of dataset_info.json: add {mapping} (and the other roles "
           "the file has), then run it again.", name=name, mapping=mapping),
         [f"grep -A4 '\"{name}\"' {info.path}"], facts)
+
+
+# --- a container engine without the GPU runtime -------------------------------------------------------------
+
+NO_GPU_RUNTIME = re.compile(r"(?i)could not select device driver .*capabilities: \[\[gpu\]\]|unknown or invalid runtime "
+                            r"name: nvidia|Unknown runtime specified nvidia|nvidia-container-cli: initialization error|"
+                            r"failed to create shim task: .*nvidia")
+GPU_CONTAINER = re.compile(r"\b(?:docker|podman)\b.*(?:--gpus|--runtime[= ]nvidia|--device[= ]nvidia\.com/gpu)")
+
+
+def _container_gpu_runtime(root, text, commands, root_line):
+    if not NO_GPU_RUNTIME.search(root):
+        return None
+    launch = next((c for c in reversed(commands) if GPU_CONTAINER.search(c.command)
+                   and (root_line is None or c.line < root_line)), None)
+    facts = [_("the command: {command}", command=launch.command[:160])] if launch else []
+    runtimes = re.search(r"^\s*Runtimes: (.*)$", text, re.M)
+    if runtimes:
+        facts.append(_("docker info: Runtimes: {names}", names=runtimes.group(1).strip()))
+    toolkit = next((c for c in commands if "nvidia-container" in c.command and c.argv[:1] in (["dpkg"], ["rpm"],
+                                                                                            ["apt"], ["dnf"])), None)
+    if toolkit is not None and not any("nvidia-container" in t for t in toolkit.output):
+        facts.append(_("`{command}` lists no nvidia-container package", command=toolkit.command))
+    if runtimes and "nvidia" in runtimes.group(1):
+        return None  # the runtime is there: something else
+    return _finding(
+        "container-gpu-runtime", _("The container engine has no NVIDIA runtime"),
+        _("The host's GPU driver is one thing; a container gets the GPUs only through the NVIDIA Container Toolkit, "
+          "which this engine does not have (or is not configured for), so it cannot hand a GPU to the container "
+          "(\"{said}\").", said=root[:160]),
+        _("Install the NVIDIA Container Toolkit (`nvidia-container-toolkit`), configure the engine for it and "
+          "restart it, then start the container again."),
+        ["sudo apt-get install -y nvidia-container-toolkit", "sudo nvidia-ctk runtime configure --runtime=docker",
+         "sudo systemctl restart docker", "docker info | grep -i runtimes"], facts)
+
+
+# --- Ollama's import of a folder ----------------------------------------------------------------------------
+
+def _ollama_import(root, text, commands, root_line):
+    launch = launch_of(commands, root_line)
+    if launch is None or not re.search(r"\bollama create\b", launch.command) or not root.startswith(("Error", "error")):
+        return None
+    modelfile = next((f for f in log_facts.shown_files(commands) if re.search(r"^FROM\s+\S+", f.text, re.M)), None)
+    if modelfile is None:
+        return None
+    source = re.search(r"^FROM\s+(\S+)", modelfile.text, re.M).group(1)
+    if source.endswith(".gguf") or ("/" not in source and ":" in source) or re.fullmatch(r"[\w.\-]+", source):
+        return None  # a GGUF, or a model of Ollama's own library (`FROM llama3:8b`): no import of weights
+    listings = log_facts.listings(commands)
+    names = next((v for k, v in listings.items() if k.rstrip("/").endswith(source.strip("./").rstrip("/"))), [])
+    weights = [n for n in names if re.search(r"\.(?:safetensors|bin|pt|pth)$", n)]
+    facts = [_("{file}: FROM {source} (a model folder, not a GGUF)", file=modelfile.path, source=source)]
+    if weights:
+        facts.append(_("{source} holds {files}", source=source, files=", ".join(weights[:4])))
+    arch = re.search(r'"architectures":\s*\[\s*"(\w+)"', text)
+    if arch:
+        facts.append(_("its config.json: {arch}", arch=arch.group(1)))
+    kind = (_("PyTorch .bin weights, which Ollama does not import (it takes safetensors or GGUF)")
+            if weights and not any(n.endswith(".safetensors") for n in weights)
+            else _("a safetensors folder this Ollama's importer does not take (its architecture or layout)"))
+    return _finding(
+        "ollama-import", _("Ollama could not import the model folder {source}", source=source),
+        _("`ollama create` converts a Hugging Face folder itself only for some architectures and layouts; {source} "
+          "is {kind}, so its import stops (\"{said}\").", source=source, kind=kind, said=root[:160]),
+        _("Convert the folder to a GGUF with llama.cpp (`convert_hf_to_gguf.py`, then `llama-quantize` for a "
+          "smaller type) and point the Modelfile at it: `FROM ./model.gguf`; devtune does both with `devtune merge "
+          "--gguf`."),
+        [f"python llama.cpp/convert_hf_to_gguf.py {source} --outtype f16 --outfile model-f16.gguf",
+         "llama-quantize model-f16.gguf model-q4_k_m.gguf Q4_K_M", "devtune merge --gguf"], facts)

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from core.i18n import _
 from core.train.diagnosis_advice import agree_with_log
+from core.train.diagnosis_download import download_finding
 from core.train.diagnosis_environment import environment_finding
 from core.train.diagnosis_families import family_finding
 from core.train.diagnosis_families_config import RunSettings, config_finding
@@ -116,6 +117,7 @@ def with_family(found: list[Diagnosis], cause: RootCause, logs: list[tuple[str, 
                or config_finding(root, frames, log_text=log_text, settings=run)
                or machine_finding(root, frames, python=python, log_text=log_text)
                or signature_skew(root, frames, python=python, log_text=log_text)
+               or download_finding(root, log_text)  # before the network family: no rendezvous
                or family_finding(root, frames, exit_signal=cause.signal, python=python, log_text=log_text)
                or setup_finding(root, frames, log_text=log_text)
                or settings_finding(root, frames, log_text=log_text))

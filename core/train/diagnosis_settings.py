@@ -21,8 +21,8 @@ from __future__ import annotations
 import re
 
 from core.i18n import _
-from core.train.diagnosis_commands import (LAUNCH_LIBS, command_of, missing_command, rerun_with, unknown_flags,
-                                          unsupported_feature, unused_keys)
+from core.train.diagnosis_commands import (LAUNCH_LIBS, command_of, invalid_choice, missing_command, rerun_with,
+                                          unknown_flags, unsupported_feature, unused_keys)
 from core.train.diagnosis_families import SITE, FamilyFinding
 from core.train.knobs import Knob, front_end, knobs, names_and_flags, normal
 from core.train.setting_mentions import WORDS, advice_of, read, sentences
@@ -72,6 +72,7 @@ def settings_finding(root: str, frames: str, *, log_text: str = "", **_kw) -> Fa
     return (unused_keys(message, log_text, command)
             or missing_command(message, log_text)
             or unknown_flags(message, log_text, command)
+            or invalid_choice(message, log_text)
             or unsupported_feature(message, log_text, command)
             or _named(message, frames, log_text, command)
             or _hardware_limit(message, frames, log_text, command)

@@ -43,6 +43,8 @@ def printed_versions(text: str) -> dict[str, str]:
     for m in PRINTED.finditer(text):
         name = m.group(1).lower().replace("_", "-")
         found.setdefault("torch" if name == "pytorch" else name, m.group(2))
+    for name, version in re.findall(r"^Name: ([\w.\-]+)\s*\nVersion: (\S+)", text, re.M):  # `pip show X`
+        found.setdefault(name.lower().replace("_", "-"), version)
     return found
 
 

@@ -31,6 +31,7 @@ PROMPTS = (
     re.compile(ENV + r"(?P<user>[\w.\-]+)@(?P<host>[\w.\-]+):(?P<cwd>[~/][^$#]*?)[$#] ?(?P<cmd>.*)$"),  # Debian bash
     re.compile(ENV + r"(?P<user>[\w.\-]+)@(?P<host>[\w.\-]+) (?P<base>[~\w.\-/]+) [%#] (?P<cmd>.*)$"),  # macOS zsh
     re.compile(ENV + r"\$ (?P<cmd>.*)$"),  # a bare prompt (not `#`: a comment in a pasted file)
+    re.compile(ENV + r"(?:❯|➜ +(?P<base>[\w.\-~/]+)(?: git:\([^)]*\))?(?: ✗)?) (?P<cmd>.*)$"),  # starship, oh-my-zsh
 )
 LOG_LINE = re.compile(r"^\s*(?:\[?\d{2,4}[-/]\d\d[-/]\d\d|\[(?:INFO|WARNING|ERROR|DEBUG)|(?:INFO|WARNING|ERROR)[ :|])")
 

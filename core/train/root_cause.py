@@ -173,8 +173,9 @@ def read_exceptions(numbered: list[tuple[int, str]], name: str) -> list[RaisedEx
         frame, frame_line, frame_text = _raising_frame(st.frames)
         exc = RaisedException(em.group(1), (em.group(2) or "").strip(), name, number, rank, frame, frame_line,
                               frame_text, st.start)
-        if exc.message.endswith(":"):  # a message that lists its items on the next lines (DeepSpeed's mismatches)
-            exc.message = " ".join([exc.message] + _listed_after(numbered, i, rank))
+        if exc.message.endswith(":") or (not exc.message and stripped.endswith(":")):  # the message goes on below
+            # (DeepSpeed's list of mismatches; torch's `AssertionError:` whose text starts on the next line)
+            exc.message = " ".join([exc.message] + _listed_after(numbered, i, rank)).strip()
         st.reading, st.frames, st.log_prefix = False, [], ""
         link = _link_after(numbered, number)
         st.chain.append((exc, link))

@@ -144,6 +144,9 @@ def _families() -> list[str]:
         "job-without-gpu": _("a Slurm job that asked for no GPU and sees none: the --gres to add"),
         "launcher-other-python": _("a launcher (torchrun, deepspeed) of one Python running another Python's "
                                    "packages"),
+        "pip-conflict": _("pip's own list of installed packages whose requirements the install broke (\"X requires "
+                          "torch==1.13.0, but you have torch 1.12.1\"): a fresh environment, or what to remove or "
+                          "install"),
         "numpy-abi": _("a compiled module built for NumPy 1.x under NumPy 2: the pin"),
         "doctor-verdict": _("the saved devtune doctor report already says the environment does not fit"),
         "file-cut-short": _("a file the error states the expected and the actual size of: a download or copy cut "
@@ -188,6 +191,11 @@ def _families() -> list[str]:
                                "modeling_*.py) its listing lacks: the files to copy from the base model"),
         "not-writable": _("\"Permission denied\" about a folder whose `ls -ld` shows it is not writable for the "
                           "prompt's user (a root-owned /dev/shm of mode 755 and NCCL's shm_open): the chmod or chown"),
+        "container-gpu-runtime": _("a container started with GPUs whose engine has no NVIDIA runtime (`docker info` "
+                                   "Runtimes, no nvidia-container-toolkit): install and configure the toolkit"),
+        "ollama-import": _("`ollama create` of a Modelfile whose FROM is a Hugging Face folder that Ollama's importer "
+                           "does not take (PyTorch .bin weights, some safetensors layouts): convert it to GGUF with "
+                           "llama.cpp and FROM that"),
         "dataset-columns": _("a column looked for that the dataset_info.json entry does not map, while the file "
                              "has other columns: the \"columns\" mapping to add"),
         "old-release": _("an error of the code itself (an assertion, a wrong call; not a validation message, not the "

@@ -115,3 +115,23 @@ RuntimeError: Worker VllmWorkerProcess pid=77 died while processing init
 """
     cause = find_root_cause([("log", list(enumerate(text.split("\n"), 1)))])
     assert cause.exception.text.startswith("ValueError: the worker's own error")
+
+
+def test_pip_conflicts_name_the_packages_the_install_broke():
+    from core.train.failures import diagnose_text
+
+    log = ("PS D:\\lora-scripts> .\\install.ps1\nSuccessfully installed torch-1.12.1+cu116\n"
+           "ERROR: pip's dependency resolver does not currently take into account all the packages that are "
+           "installed. This behaviour is the source of the following dependency conflicts.\n"
+           "torchtext 0.14.0 requires torch==1.13.0, but you have torch 1.12.1+cu116 which is incompatible.\n"
+           "torchaudio 0.13.0+cpu requires torch==1.13.0, but you have torch 1.12.1+cu116 which is incompatible.\n")
+    first = diagnose_text(log)[0]
+    assert first.id == "pip-conflict" and "torchaudio, torchtext" in first.title and "fresh virtual" in first.fix
+    assert any("torchtext 0.14.0 requires torch==1.13.0" in e.text for e in first.evidence)
+    # the shape of this machine's own `make envs` (llamafactory installed without its optional dependencies)
+    missing = ("ERROR: pip's dependency resolver does not currently take into account all the packages that are "
+               "installed. This behaviour is the source of the following dependency conflicts.\n"
+               "llamafactory 0.9.5 requires av<=16.0.0,>=10.0.0, which is not installed.\n"
+               "llamafactory 0.9.5 requires fire, which is not installed.\n")
+    first = diagnose_text(missing)[0]
+    assert first.id == "pip-conflict" and first.commands[0] == "pip install 'av<=16.0.0,>=10.0.0' fire"

@@ -24,13 +24,13 @@ ID = {  # the diagnosis that is right, and what it says
     "ollama_create_lfs_pointer.log": ("model-files", "git lfs pull"),
     "c10d_store_hostname_not_in_hosts.log": ("host-unresolved", "192.168.56.101 ubuntu-vm"),
     "nccl_shm_open_permission_denied.log": ("not-writable", "sudo chmod 1777 /dev/shm"),
+    "ollama_create_pytorch_bin.log": ("ollama-import", "convert_hf_to_gguf.py"),
 }
 KNOWN_MISSES = {
     "env_system_libstdcxx_before_conda.log": "the fallback; the system libstdc++ loaded before the env's is not "
                                              "reasoned from the GLIBCXX version",
     "gguf_convert_py_phi2.log": "the fallback; the legacy convert.py on a Phi model (convert-hf-to-gguf.py beside it)",
     "hub_relative_cache_dir_dangling_symlink.log": "the fallback; a relative cache_dir with huggingface-hub 0.13.1",
-    "ollama_create_pytorch_bin.log": "the error line, not: Ollama imports safetensors or GGUF, not pytorch_model.bin",
     "rocm_hipblaslt_unsupported_gfx906.log": "the fallback; hipBLASLt preferred on a gfx906 that it does not support",
     "rocm_tf_package_gfx803_only.log": "right idea (no code for gfx900), wrong library: it is TensorFlow, not torch",
     "serve_vllm_merged_gemma3_text_config.log": "the engine's wrapper; the worker's parameter error and the text-only "

@@ -156,3 +156,28 @@ def test_an_output_folder_owned_by_root_and_what_is_no_permission_problem():
     assert found.id == "not-writable" and found.commands[0] == "sudo chown bob /data/saves"
     assert finding(text.replace("[bob@gpu2", "[root@gpu2"), "PermissionError: [Errno 13]") is None
     assert finding(text.replace("drwxr-xr-x 3 root root", "drwxrwxr-x 3 root bob"), "PermissionError") is None
+
+
+def test_a_gpu_container_without_the_nvidia_runtime_in_two_messages():
+    text = ("user@box:~$ docker run --gpus all -it img bash\n"
+            "docker: Error response from daemon: could not select device driver \"\" with capabilities: [[gpu]].\n"
+            "user@box:~$ docker info 2>/dev/null | grep -i runtimes\n Runtimes: io.containerd.runc.v2 runc\n")
+    found = finding(text, 'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].')
+    assert found.id == "container-gpu-runtime" and "Runtimes: io.containerd.runc.v2 runc" in " ".join(found.facts)
+    runtime = "user@box:~$ docker run --runtime=nvidia img\ndocker: Error response from daemon: unknown or invalid runtime name: nvidia.\n"
+    assert finding(runtime, "docker: Error response from daemon: unknown or invalid runtime name: nvidia.").id == \
+        "container-gpu-runtime"
+    with_it = text.replace("runc.v2 runc", "runc.v2 nvidia runc")
+    assert finding(with_it, 'could not select device driver "" with capabilities: [[gpu]]') is None
+
+
+@pytest.mark.parametrize("line, name", [
+    ("'llamafactory-cli' is not recognized as an internal or external command,", "llamafactory-cli"),
+    ("llamafactory-cli : The term 'llamafactory-cli' is not recognized as the name of a cmdlet, function, script "
+     "file, or operable program.", "llamafactory-cli"),
+    ("zsh: command not found: llamafactory-cli", "llamafactory-cli"),
+    ("'llamafactory-cli' \ufffd\ufffd\ufffd\ufffd\u06b2\ufffd\ufffd\ufffd\u2cbf\ufffd\ufffd", "llamafactory-cli"),
+])
+def test_a_missing_command_in_every_shell_and_code_page(line, name):
+    first = diagnose_text("Running on local URL:  http://0.0.0.0:7860\n" + line + "\n")[0]
+    assert first.id == "missing-command" and name in first.title

@@ -329,3 +329,18 @@ def test_a_feature_the_model_does_not_support_switched_on_by_the_run():
     assert first.commands == ["devtune merge", "vllm serve <merged folder>"]
     without = log.replace(" --enable-lora --lora-modules ft=/ckpt/lora --max-lora-rank 16", "")
     assert diagnose_text(without)[0].id != "unsupported-feature"  # the run did not ask for it
+
+
+def test_an_invalid_choice_names_the_choices_and_a_k_quant_goes_to_llama_quantize():
+    from core.train.failures import diagnose_text
+
+    gguf = ("$ python llama.cpp/convert_hf_to_gguf.py merged --outtype q4_k_m --outfile m.gguf\n"
+            "usage: convert_hf_to_gguf.py [-h] [--outtype {f32,f16,bf16,q8_0,tq1_0,tq2_0,auto}] model\n"
+            "convert_hf_to_gguf.py: error: argument --outtype: invalid choice: 'q4_k_m' (choose from 'f32', 'f16', "
+            "'bf16', 'q8_0', 'tq1_0', 'tq2_0', 'auto')\n")
+    first = diagnose_text(gguf)[0]
+    assert first.id == "wrong-command-keys" and first.commands[1] == "llama-quantize model-f16.gguf model-q4_k_m.gguf Q4_K_M"
+    vllm = ("$ vllm serve merged --dtype fp16\nvllm serve: error: argument --dtype: invalid choice: 'fp16' (choose "
+            "from 'auto', 'half', 'float16', 'bfloat16', 'float', 'float32')\n")
+    first = diagnose_text(vllm)[0]
+    assert first.id == "wrong-command-keys" and "float16" in first.fix and "llama-quantize" not in first.fix
