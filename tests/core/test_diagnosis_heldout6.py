@@ -2,7 +2,8 @@
 without reading the rules. Measured before any change of that session (d974051): 3/16 right cause and fix; 3/16
 with the settings mechanism (written from heldout5, not from this set: the held-out figure); 9/16 after the call
 signature and old-release families, 10/16 with the model-files family, 9/16 once the old-release family no longer
-speaks for a library's validation error (heldout8), all written from this set's misses (so no longer held out). ID: the diagnosis
+speaks for a library's validation error (heldout8), all written from this set's misses (so no longer held out);
+11/16 with the pasted-facts families (core.train.diagnosis_pasted: the prompt's working directory, a mergerfs mount). ID: the diagnosis
 that is right for each file (the collector's `accept` is its class name). KNOWN_MISSES: the files still wrong,
 and why (a file there must stay wrong, so a fix is noticed)."""
 

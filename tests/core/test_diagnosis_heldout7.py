@@ -3,7 +3,8 @@ serving, conversion and the machine (vLLM, llama.cpp, Ollama, torch.distributed,
 collected while the settings and call-signature mechanisms were being written and measured on them only after:
 3/16 right before this session (d974051), 3/16 with those mechanisms (the held-out figure: they do not reach this
 set's classes), 4/16 after the error-line root and the unknown-flag reasoning, 6/16 with the model-files family
-(a git-lfs pointer, quantized weights), all three written from this set's misses. Root quoted 11 -> 12 of 16; no diagnosis 4 -> 0 of 16. KNOWN_MISSES: the files still wrong
+(a git-lfs pointer, quantized weights), all three written from this set's misses; 9/16 with the pasted-facts families (a host name getent does not find, a
+/dev/shm the user cannot write) and Ollama's import of a folder (heldout9). Root quoted 11 -> 12 of 16; no diagnosis 4 -> 0 of 16. KNOWN_MISSES: the files still wrong
 and why (a file there must stay wrong, so a fix is noticed)."""
 
 import json

