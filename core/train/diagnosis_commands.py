@@ -194,6 +194,14 @@ UNSUPPORTED = re.compile(r"(?P<what>\b[A-Z][\w.\-]+|this model|the model) does n
 FLAG_ON = re.compile(r"(?<![\w-])(--[a-z][\w-]+)(?![\w-])")
 
 
+def _serve_merged(line: str) -> str:
+    """The `vllm serve` line the person ran, for the merged folder and without its LoRA flags."""
+    if "vllm serve" not in line:
+        return "vllm serve <merged folder>"
+    served = re.sub(r"\s--(?:enable-lora|lora-modules(?:[ =]\S+)?|max-lora-rank[ =]\S+)", "", line)
+    return re.sub(r"(vllm serve)\s+(?!-)\S+", r"\1 <merged folder>", served, count=1)
+
+
 LORA_MODULES = re.compile(r"expected target modules in \{([^}]*)\} but received \[([^\]]*)\]")
 
 
@@ -206,7 +214,6 @@ def _lora_modules(message: str, log_text: str) -> FamilyFinding | None:
     allowed = sorted(set(re.findall(r"'([\w.]+)'", m.group(1))))
     got = sorted(set(re.findall(r"'([\w.]+)'", m.group(2))) - set(allowed))
     line = ran_line(log_text) or ""
-    served = re.sub(r"\s--(?:enable-lora|lora-modules(?:[ =]\S+)?|max-lora-rank[ =]\S+)", "", line)
     return FamilyFinding(
         "unsupported-feature", _("The adapter has LoRA weights on modules the server cannot load: {modules}",
                                  modules=", ".join(got)),
@@ -216,8 +223,7 @@ def _lora_modules(message: str, log_text: str) -> FamilyFinding | None:
         _("Merge the adapter into the model (`devtune merge`, or the training tool's own merge script) and serve the "
           "merged folder without --enable-lora; or train the adapter on the modules the server takes "
           "(lora_target: {allowed}).", allowed=",".join(allowed)),
-        ["devtune merge", re.sub(r"(vllm serve)\s+(?!-)\S+", r"\1 <merged folder>", served, count=1)
-         if "vllm serve" in line else "vllm serve <merged folder>"],
+        ["devtune merge", _serve_merged(line)],
         [_("the server takes LoRA on: {modules}", modules=", ".join(allowed)),
          _("the adapter has: {modules}", modules=", ".join(got))], own_cause=True)
 
@@ -252,9 +258,7 @@ def unsupported_feature(message: str, log_text: str, command: str | None) -> Fam
         fix = _("Serve the adapter merged into the model instead: merge it (`devtune merge`, or `llamafactory-cli "
                 "export` with adapter_name_or_path) and serve the merged folder without {setting}; or use a release "
                 "of {lib} whose {what} supports LoRA.", setting=spelled, lib=knob.lib, what=what)
-        served = re.sub(r"\s--(?:enable-lora|lora-modules(?:[ =]\S+)?|max-lora-rank[ =]\S+)", "", line)
-        commands = ["devtune merge", re.sub(r"(vllm serve)\s+(?!-)\S+", r"\1 <merged folder>", served, count=1)
-                    if "vllm serve" in line else "vllm serve <merged folder>"]
+        commands = ["devtune merge", _serve_merged(line)]
     return FamilyFinding("unsupported-feature", _("{what} does not support {feature}, and this run turns it on",
                                                   what=what, feature=feature),
                          _("The library refuses the combination: {what} has no {feature}, and {setting} asks for "

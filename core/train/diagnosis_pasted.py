@@ -63,7 +63,26 @@ NODE_SEEN = re.compile(r"slurmstepd(?:-[\w.\-]+)?: error: \*\*\* (?:JOB|STEP) [\
                        r"^\s*\d+\s+\S+\s+\S+\s+\S+\s+[A-Z]{1,2}\s+[\d:\-]+\s+\d+\s+([\w.\-]+)\s*$", re.M)
 
 
+def _lines_with(text: str, words: tuple[str, ...]) -> str:
+    """The lines of `text` holding any of `words`, found with str.find (a regex over a 100 MB log is seconds)."""
+    found: dict[int, str] = {}
+    for word in words:
+        at = text.find(word)
+        while at != -1 and len(found) < 2000:
+            start = text.rfind("\n", 0, at) + 1
+            end = text.find("\n", at)
+            end = len(text) if end == -1 else end
+            found.setdefault(start, text[start:end])
+            at = text.find(word, end)
+    return "\n".join(found[k] for k in sorted(found))
+
+
 def _multinode_loopback(root, text, commands, root_line):
+    if not any(word in text for word in ("nnodes", "NNODES", "num_machines")):
+        return None  # a literal test first: the patterns below are slow on a 100 MB log
+    text = _lines_with(text, ("nnodes", "NNODES", "num_machines", "SLURM_NNODES", "master_addr", "master-addr",
+                              "MASTER_ADDR", "rdzv_endpoint", "rdzv-endpoint", "main_process_ip", "slurmstepd",
+                              "NODELIST")) + "\n" + "\n".join(line for c in commands for line in c.output[:50])
     nodes = max((int(next(g for g in m.groups() if g)) for m in NNODES.finditer(text)), default=1)
     masters = [next(g for g in m.groups() if g) for m in MASTER.finditer(text)]
     loop = [m for m in masters if m in LOOPBACK]

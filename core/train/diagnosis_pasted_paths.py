@@ -216,10 +216,13 @@ SHARED = ("/dev/shm", "/tmp", "/var/tmp")
 
 
 def not_writable(root, text, commands, root_line):
+    shown = log_facts.modes(commands)
+    if not shown:
+        return None  # no `ls -ld` in the log: nothing to reason from (and no scan of a long log)
     denied = [t for t in text.splitlines() if DENIED.search(t)]
     if not denied:
         return None
-    for path, mode, owner, group, user in log_facts.modes(commands):
+    for path, mode, owner, group, user in shown:
         if user in (None, "root") or not mode.startswith("d"):
             continue
         if mode[8] == "w" or (owner == user and mode[2] == "w") or (group == user and mode[5] == "w"):
