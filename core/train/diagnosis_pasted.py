@@ -15,6 +15,8 @@ the message's words; none of them knows a message:
   Runtimes, no nvidia-container-toolkit package);
 - `ollama create` of a Modelfile whose FROM is a Hugging Face folder (not a GGUF) failing in its import: a GGUF
   made by llama.cpp always imports;
+- a process killed for memory (SIGKILL, the OOM killer) while loading a model whose folder (`du -sh`) is about as
+  large as the host's RAM and swap (`free`) or larger;
 - an export or chat config that lacks a model setting the training config of the same model had;
 - and the paths (core.train.diagnosis_pasted_paths): a relative path from the wrong working directory, a path of
   the wrong kind (a weights file for its folder, a Hub cache root), a model folder without the code its config
@@ -41,7 +43,7 @@ def pasted_finding(root: str, frames: str, *, lines: list[tuple[int, str]] | Non
         return None
     full_text = "\n".join(t for _n, t in lines)
     commands = log_facts.shell_commands(lines)
-    for reason in (not_writable, _container_gpu_runtime, _ollama_import, _multinode_loopback, _zero3_plain_process, _unresolved_host, _mount, wrong_directory,
+    for reason in (not_writable, _container_gpu_runtime, _ollama_import, _ram_below_model, _multinode_loopback, _zero3_plain_process, _unresolved_host, _mount, wrong_directory,
                    given_path, remote_code_files, _dataset_columns, _config_drift):
         found = reason(root, full_text, commands, root_line)
         if found is not None:
@@ -356,3 +358,33 @@ def _ollama_import(root, text, commands, root_line):
           "--gguf`."),
         [f"python llama.cpp/convert_hf_to_gguf.py {source} --outtype f16 --outfile model-f16.gguf",
          "llama-quantize model-f16.gguf model-q4_k_m.gguf Q4_K_M", "devtune merge --gguf"], facts)
+
+
+# --- a model larger than the host's memory ------------------------------------------------------------------
+
+KILLED = re.compile(r"(?i)SIGKILL|\bKilled\b|Out of memory|oom[-_ ]kill|Cannot allocate memory|MemoryError|exit code 137")
+
+
+def _ram_below_model(root, text, commands, root_line):
+    if not KILLED.search(root):
+        return None
+    memory = log_facts.host_memory(commands)
+    sizes = log_facts.disk_usage(commands)
+    if memory is None or not sizes:
+        return None
+    ram, swap = memory
+    path, size = max(sizes.items(), key=lambda kv: kv[1])
+    if size < 0.8 * (ram + swap):
+        return None
+    facts = [_("host memory: {ram:.0f} GiB RAM, {swap:.0f} GiB swap (the log's free)", ram=ram, swap=swap),
+             _("{path}: {size:.0f} GiB (the log's du)", path=path, size=size)]
+    return _finding(
+        "ram-below-model", _("The model ({size:.0f} GiB) does not fit in the host's memory ({ram:.0f} GiB)",
+                             size=size, ram=ram + swap),
+        _("Loading reads the weights through host RAM; {path} is {size:.0f} GiB and the host has {ram:.0f} GiB of RAM "
+          "and {swap:.0f} GiB of swap, so the kernel killed the process while it loaded (\"{said}\"). The GPU is "
+          "not the limit here.", path=path, size=size, ram=ram, swap=swap, said=root[:120]),
+        _("Give the host more RAM (or add swap) for the loading, or load a smaller or quantized model (a 4-bit "
+          "quantization_bit, a smaller size of the same family)."),
+        ["free -g", f"du -sh {path}", "sudo fallocate -l 64G /swapfile && sudo mkswap /swapfile && sudo swapon /swapfile"],
+        facts)

@@ -109,7 +109,8 @@ def with_family(found: list[Diagnosis], cause: RootCause, logs: list[tuple[str, 
     root = (exc.printed or exc.text) if exc is not None else cause.signal
     run = settings or RunSettings()
     run.failed_ranks = run.failed_ranks or list(cause.failed_ranks)
-    own_log = next((numbered for name, numbered in logs if exc is not None and name == exc.file), None)
+    own_log = next((numbered for name, numbered in logs if exc is not None and name == exc.file),
+                   logs[0][1] if logs and exc is None else None)  # a signal alone: the first log's commands
     finding = (environment_finding(root, frames, log_text=log_text, doctor=run.doctor)
                or pasted_finding(root, frames, lines=own_log, root_line=exc.line if exc is not None else None)
                or settings_first_finding(root, frames, log_text=log_text, settings=run)

@@ -242,6 +242,46 @@ def modes(commands: list[ShellCommand]) -> list[tuple[str, str, str, str, str | 
     return found
 
 
+UNIT = {"": 1, "B": 1 / 2**30, "K": 1 / 2**20, "M": 1 / 2**10, "G": 1, "T": 2**10, "P": 2**20}
+
+
+def gib(size: str, default_unit: str = "G") -> float | None:
+    """'65G', '1.5T', '62Gi', '900M' as GiB (a bare number in `default_unit`)."""
+    m = re.fullmatch(r"([\d.]+)\s*([BKMGTP]?)i?B?", size.strip(), re.I)
+    if m is None:
+        return None
+    return float(m.group(1)) * UNIT[(m.group(2) or default_unit).upper()]
+
+
+def host_memory(commands: list[ShellCommand]) -> tuple[float, float] | None:
+    """(RAM, swap) in GiB from `free -g`/`-m`/`-h` output."""
+    for cmd in commands:
+        if not cmd.argv or cmd.argv[0] != "free":
+            continue
+        unit = "M" if "-m" in cmd.argv else "K" if len(cmd.argv) == 1 or "-k" in cmd.argv else "G"
+        mem = next((re.split(r"\s+", t.strip()) for t in cmd.output if t.startswith("Mem:")), None)
+        swap = next((re.split(r"\s+", t.strip()) for t in cmd.output if t.startswith("Swap:")), None)
+        if mem and len(mem) > 1:
+            total = gib(mem[1], unit)
+            swapped = gib(swap[1], unit) if swap and len(swap) > 1 else 0.0
+            if total is not None:
+                return total, swapped or 0.0
+    return None
+
+
+def disk_usage(commands: list[ShellCommand]) -> dict[str, float]:
+    """{path: GiB} from `du -sh PATH` output."""
+    found = {}
+    for cmd in commands:
+        if not cmd.argv or cmd.argv[0] != "du":
+            continue
+        for line in cmd.output:
+            m = re.match(r"^([\d.]+[KMGTP]?)\s+(\S+)$", line.strip())
+            if m and gib(m.group(1)) is not None:
+                found[m.group(2).rstrip("/")] = gib(m.group(1))
+    return found
+
+
 def mounts(commands: list[ShellCommand]) -> list[tuple[str, str, str]]:
     """(mount point, file-system type, options) from `mount`, `df -T` or `findmnt` output."""
     found = []

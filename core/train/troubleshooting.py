@@ -196,6 +196,9 @@ def _families() -> list[str]:
         "ollama-import": _("`ollama create` of a Modelfile whose FROM is a Hugging Face folder that Ollama's importer "
                            "does not take (PyTorch .bin weights, some safetensors layouts): convert it to GGUF with "
                            "llama.cpp and FROM that"),
+        "ram-below-model": _("a process killed for memory while loading a model whose folder (`du -sh`) is about as "
+                             "large as the host's RAM and swap (`free`): more RAM or swap, or a smaller or quantized "
+                             "model"),
         "dataset-columns": _("a column looked for that the dataset_info.json entry does not map, while the file "
                              "has other columns: the \"columns\" mapping to add"),
         "old-release": _("an error of the code itself (an assertion, a wrong call; not a validation message, not the "

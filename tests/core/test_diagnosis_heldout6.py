@@ -32,7 +32,7 @@ ID = {
     "data_dataset_info_wrong_cwd.log": ("wrong-directory", "cd D:\\LLaMA-Factory-main"),
     "dist_zero3_gptq_int4_model.log": ("model-files", "original (unquantized) model"),
     "fs_safetensors_mergerfs_mmap.log": ("file-system", "cache.files=partial"),
-    "mem_host_ram_killed_chat.log": ("oom-killer", "more RAM"),
+    "mem_host_ram_killed_chat.log": ("ram-below-model", "more RAM"),
     "tmpl_processor_no_chat_template.log": ("chat-template-missing", "chat_template.json"),
 }
 KNOWN_MISSES = {
@@ -41,7 +41,6 @@ KNOWN_MISSES = {
                                "for validations misleads: a dataset's columns, a model's config class)",
     "acc_config_peer_mapping.log": "the fallback: the accelerate config in the log (num_processes: 10) is not read",
     "ckpt_resume_no_steps_left.log": "the run exits 0 with nothing trained; no failure, so no diagnosis",
-    "mem_host_ram_killed_chat.log": "the OOM killer, but its advice is for training (workers), not a too-large model",
     "tmpl_processor_no_chat_template.log": "the library's advice (set a chat template), not: copy chat_template.json",
 }
 NOT_QUOTED = {"dist_zero3_dpo_dtype_assert.log", "mem_host_ram_killed_chat.log"}

@@ -27,6 +27,7 @@ def finding(text: str, root: str):
     ("heldout8/export_llava_without_visual_inputs.log", "config-drift", "visual_inputs: True"),
     ("heldout8/data_pretrain_text_column_unmapped.log", "dataset-columns", '"columns": {"prompt": "text"}'),
     ("heldout8/serve_vllm_remote_code_config_missing.log", "remote-code-files", "hf download mosaicml/mpt-30b"),
+    ("heldout6/mem_host_ram_killed_chat.log", "ram-below-model", "more RAM"),
     ("heldout7/nccl_shm_open_permission_denied.log", "not-writable", "sudo chmod 1777 /dev/shm"),
     ("heldout8/ollama_adapter_file_not_folder.log", "wrong-path-kind", "/Users/user/ollama_exp"),
     ("heldout8/tgi_model_id_cache_root.log", "wrong-path-kind", "snapshots/11c5a3d5811f50298f278a704980280950aedb10/"),
@@ -181,3 +182,14 @@ def test_a_gpu_container_without_the_nvidia_runtime_in_two_messages():
 def test_a_missing_command_in_every_shell_and_code_page(line, name):
     first = diagnose_text("Running on local URL:  http://0.0.0.0:7860\n" + line + "\n")[0]
     assert first.id == "missing-command" and name in first.title
+
+
+def test_a_model_larger_than_ram_and_swap_in_free_h_units():
+    text = ("u@box:~$ free -h\n               total        used        free\nMem:            31Gi       2.1Gi        28Gi\n"
+            "Swap:          2.0Gi          0B       2.0Gi\nu@box:~$ du -sh /data/Llama-3-70B\n132G\t/data/Llama-3-70B\n"
+            "u@box:~$ llamafactory-cli chat --model_name_or_path /data/Llama-3-70B --template llama3\n"
+            "Loading checkpoint shards:  23%|##3       | 7/30\nKilled\n")
+    found = finding(text, "Killed")
+    assert found.id == "ram-below-model" and "132 GiB" in found.title and "33 GiB" in found.title
+    small = text.replace("132G\t", "15G\t")
+    assert finding(small, "Killed") is None
