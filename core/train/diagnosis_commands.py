@@ -266,6 +266,7 @@ def unsupported_feature(message: str, log_text: str, command: str | None) -> Fam
                          fix, commands, facts, own_cause=True)
 
 
+CLAP_VALUE = re.compile(r"invalid value '([^']*)' for '(--[\w-]+)(?: <[^>]*>)?'")
 INVALID_CHOICE = re.compile(r"argument ([\w/-]+): invalid choice: '([^']*)' \(choose from ([^)]*)\)")
 # llama.cpp's quantization types that only llama-quantize makes (its converter writes f32/f16/bf16/q8_0 and tq*)
 QUANTIZE_ONLY = re.compile(r"(?i)^(?:q[2-6]_k(?:_[sml])?|iq[1-4]_\w+|q4_[01]|q5_[01])$")
@@ -275,10 +276,31 @@ def invalid_choice(message: str, log_text: str) -> FamilyFinding | None:
     """argparse's "argument --outtype: invalid choice: 'q4_k_m' (choose from ...)": the choices, the closest, and
     for llama.cpp's converter, that k-quants are made by llama-quantize after an f16 conversion."""
     m = INVALID_CHOICE.search(message)
-    if m is None:
+    clap = CLAP_VALUE.search(message) if m is None else None
+    if m is None and clap is None:
         return None
-    flag, value, listed = m.group(1), m.group(2), m.group(3)
+    if clap is not None:  # Rust's clap (text-generation-launcher): the choices follow on the next lines
+        flag, value = clap.group(2), clap.group(1)
+        possible = re.search(r"\[possible values: ([^\]]*)\]", log_text[log_text.find(clap.group(0)):] or log_text)
+        if possible is None:
+            return None
+        listed = possible.group(1)
+    else:
+        flag, value, listed = m.group(1), m.group(2), m.group(3)
     choices = re.findall(r"'([^']*)'", listed) or [c.strip() for c in listed.split(",")]
+    variable = flag.lstrip("-").upper().replace("-", "_")
+    if re.search(r"(?m)^\s*(?:export\s+|set\s+|\$env:)?" + re.escape(variable) + r"\s*=\s*['\"]?" + re.escape(value),
+                 log_text):  # the value came from the flag's environment variable (clap's `env`)
+        return FamilyFinding(
+            "wrong-command-keys", _("{variable}={value} is not a value {flag} takes", variable=variable, value=value,
+                                    flag=flag),
+            _("The program reads {flag} from the variable {variable}, and {value} is none of {choices}.",
+              flag=flag, variable=variable, value=value, choices=", ".join(choices)),
+            _("Set {variable} to one of {choices} (`export {variable}={first}`), or unset it.", variable=variable,
+              choices=", ".join(choices), first=next((c for c in choices if c.lower() == value.lower()), choices[0])),
+            [f"export {variable}={next((c for c in choices if c.lower() == value.lower()), choices[0])}"],
+            [_("{flag} takes one of: {choices}", flag=flag, choices=", ".join(choices)),
+             _("given: {value}", value=f"{variable}={value}")], own_cause=True)
     close = difflib.get_close_matches(value.lower(), [c.lower() for c in choices], n=2, cutoff=0.5)
     facts = [_("{flag} takes one of: {choices}", flag=flag, choices=", ".join(choices)),
              _("given: {value}", value=value)]

@@ -29,7 +29,8 @@ from pathlib import Path
 from core.i18n import _
 from core.train.diagnosis_families import SITE, FamilyFinding
 
-TORCH_BUILD = re.compile(r"(?i)\b(?:py)?torch\b[^\n\d+]{0,24}(\d+\.\d+(?:\.\d+)?)\+(cu\d+|rocm[\d.]+|cpu)\b")
+TORCH_BUILD = re.compile(r"(?i)\b(?:py)?torch\b[^\n\d+]{0,24}(\d+\.\d+(?:\.\d+)?)\+(cu\d+|rocm[\d.]+|cpu)\b|"
+                         r"torch\.__version__[^\n]*\n\s*(\d+\.\d+(?:\.\d+)?)\+(cu\d+|rocm[\d.]+|cpu)\b")
 AMD_GPU = re.compile(r"\b(gfx(?:9[0-4][0-9a-f]|1[0-2]\d\d))\b|\b(AMD Instinct[ \w-]*|MI[1-3]\d\dX?\b|Radeon[ \w-]*)")
 NVIDIA_GPU = re.compile(r"\bNVIDIA (?:[AHBL]\d{2,3}\w*|GeForce[ \w-]*|RTX[ \w-]*|Tesla[ \w-]*|GH\d+\w*)")
 GPU_ROOT = re.compile(r"(?i)cuda|nvidia|\bgpu|driver|device|\bhip\b|rocm|nccl|bf16|fp16|accelerator")
@@ -107,8 +108,9 @@ def read_facts(log_text: str) -> EnvironmentFacts:
     facts = EnvironmentFacts()
     build = TORCH_BUILD.search(log_text)
     if build:
-        suffix = build.group(2).lower()
-        facts.torch_version = f"{build.group(1)}+{build.group(2)}"
+        version, suffix = (build.group(1), build.group(2)) if build.group(1) else (build.group(3), build.group(4))
+        facts.torch_version = f"{version}+{suffix}"
+        suffix = suffix.lower()
         facts.torch_build = "cuda" if suffix.startswith("cu") else "rocm" if suffix.startswith("rocm") else "cpu"
     amd = AMD_GPU.search(log_text)
     facts.amd_gpu = (amd.group(1) or amd.group(2)).strip() if amd else None
@@ -132,6 +134,7 @@ def environment_finding(root: str, frames: str, *, log_text: str = "",
     facts = read_facts(log_text)
     doctor = doctor or []
     for reason in (_numpy_abi, _bnb_on_rocm, _torch_build, _no_gpu_in_job, _other_python, _pip_conflicts,
+                   _driver_library_mismatch,
                    _doctor_says):
         found = reason(root, frames, log_text, facts, doctor)
         if found is not None:
@@ -196,8 +199,23 @@ def _bnb_on_rocm(root, frames, log_text, facts, doctor):
 
 
 def _torch_build(root, frames, log_text, facts, doctor):
-    if not GPU_ROOT.search(root) or facts.torch_build not in ("cuda", "rocm"):
+    if not GPU_ROOT.search(root) or facts.torch_build not in ("cuda", "rocm", "cpu"):
         return None
+    if facts.torch_build == "cpu" and (facts.nvidia_gpu or facts.amd_gpu):
+        gpu = facts.nvidia_gpu or facts.amd_gpu
+        index = "cu124" if facts.nvidia_gpu else "rocm6.2"
+        return _finding(
+            "torch-build-mismatch", _("A CPU-only build of torch ({version}) on a machine with a GPU ({gpu})",
+                                      version=facts.torch_version, gpu=gpu),
+            _("The installed torch is built without GPU support ({version}), so it cannot use the {gpu} this machine "
+              "has; a plain `pip install torch` on some platforms (Windows, or a wheel from the default index) "
+              "gives that build.", version=facts.torch_version, gpu=gpu),
+            _("Install the {kind} build of torch in this environment, from PyTorch's {kind} index (one the driver "
+              "supports), then check `torch.cuda.is_available()`.", kind="CUDA" if facts.nvidia_gpu else "ROCm"),
+            [f"pip install --force-reinstall torch torchvision torchaudio --index-url "
+             f"https://download.pytorch.org/whl/{index}",
+             'python -c "import torch; print(torch.__version__, torch.cuda.is_available())"'],
+            [_("torch build: {version}", version=facts.torch_version), _("GPU: {gpu}", gpu=gpu)], TORCH_CHECKS)
     if facts.torch_build == "cuda" and facts.amd_gpu and not facts.nvidia_gpu:
         return _finding(
             "torch-build-mismatch", _("A CUDA build of torch ({version}) on an AMD GPU", version=facts.torch_version),
@@ -308,3 +326,25 @@ def _pip_conflicts(root, frames, log_text, facts, doctor):
                     "pip check"]
     return _finding("pip-conflict", _("pip left the environment inconsistent: {holders}", holders=", ".join(holders)),
                     why, fix, commands, [_("pip: {line}", line=line) for line in lines])
+
+
+DRIVER_MISMATCH = re.compile(r"Driver/library version mismatch|API mismatch: the NVIDIA kernel module has version "
+                             r"([\d.]+)[^\n]*?(?:component|client) has version ([\d.]+)")
+
+
+def _driver_library_mismatch(root, frames, log_text, facts, doctor):
+    """The NVIDIA libraries were upgraded (an unattended upgrade) while the old kernel module stays loaded."""
+    if not DRIVER_MISMATCH.search(root):
+        return None
+    api = DRIVER_MISMATCH.search(log_text)
+    found = [_("kernel module {old}, libraries {new}", old=api.group(1), new=api.group(2))] if api and api.group(1) else []
+    upgrades = re.findall(r"^Upgrade: [^\n]*\b(?:nvidia|libnvidia)[\w-]*[^\n]{0,120}", log_text, re.M)
+    found += [_("apt history: {line}", line=line[:160]) for line in upgrades[:2]]
+    return _finding(
+        "driver-library-mismatch", _("The NVIDIA driver's libraries and its loaded kernel module differ"),
+        _("The user-space NVIDIA libraries were upgraded (often by an unattended upgrade) while the kernel module of "
+          "the old driver is still loaded, so NVML and CUDA refuse to talk to it (\"{said}\").", said=root[:160]),
+        _("Reboot the machine (or unload and reload the nvidia kernel modules with no GPU process running); then hold "
+          "the driver packages so an unattended upgrade does not do it again."),
+        ["sudo reboot", "sudo apt-mark hold 'nvidia-driver-*' 'libnvidia-*'",
+         "cat /proc/driver/nvidia/version; nvidia-smi"], found)

@@ -63,6 +63,8 @@ ERROR_LINE = re.compile(r"^(?:[\w./-]+(?: [a-z][\w-]*)?: )?(?:error|fatal)(?:\([
                         r"^[\w./-]+: (?:Error|ERROR|error)\b[\w ]{0,40}: \S.*|"  # docker: Error response from daemon: ...
                         r"^(?:[\w./-]+: )(?:line \d+: )?[\w.+-]+: command not found$|^\S+ FAIL\b.*: \S.*|"
                         r"^(?:zsh|fish): command not found: [\w.+-]+$|"
+                        r"^Failed to [\w ]{3,40}: \S.*|"  # a C tool's own failure line (nvidia-smi's NVML)
+                        r".*\] exits with return code = -?\d+$|"  # DeepSpeed's launcher: a rank's status or signal
                         + CMD_NOT_FOUND.pattern)
 
 
@@ -78,5 +80,6 @@ def find_error_line(numbered: list[tuple[int, str]], prefix: re.Pattern) -> tupl
         m = prefix.match(raw)
         text = (raw[m.end():] if m else raw).strip()
         if ERROR_LINE.match(text) and not (found is not None and PIP_SUMMARY.match(text)):
-            found = (number, int(m.group(1)) if m else None, text[:400])
+            found = (number, int(m.group(1)) if m else None,
+                     text if len(text) <= 400 else text[:200] + " ... " + text[-195:])  # its end says the status
     return found

@@ -17,6 +17,8 @@ the message's words; none of them knows a message:
   made by llama.cpp always imports;
 - a process killed for memory (SIGKILL, the OOM killer) while loading a model whose folder (`du -sh`) is about as
   large as the host's RAM and swap (`free`) or larger;
+- a rank killed by SIGBUS (DeepSpeed's `return code = -7`, "Bus error") while `df /dev/shm` shows a shared memory of
+  less than a GiB (a container's 64 MB default);
 - an export or chat config that lacks a model setting the training config of the same model had;
 - and the paths (core.train.diagnosis_pasted_paths): a relative path from the wrong working directory, a path of
   the wrong kind (a weights file for its folder, a Hub cache root), a model folder without the code its config
@@ -43,7 +45,7 @@ def pasted_finding(root: str, frames: str, *, lines: list[tuple[int, str]] | Non
         return None
     full_text = "\n".join(t for _n, t in lines)
     commands = log_facts.shell_commands(lines)
-    for reason in (not_writable, _container_gpu_runtime, _ollama_import, _ram_below_model, _multinode_loopback, _zero3_plain_process, _unresolved_host, _mount, wrong_directory,
+    for reason in (not_writable, _container_gpu_runtime, _ollama_import, _ram_below_model, _shm_too_small, _multinode_loopback, _zero3_plain_process, _unresolved_host, _mount, wrong_directory,
                    given_path, remote_code_files, _dataset_columns, _config_drift):
         found = reason(root, full_text, commands, root_line)
         if found is not None:
@@ -340,17 +342,21 @@ def _ollama_import(root, text, commands, root_line):
     listings = log_facts.listings(commands)
     names = next((v for k, v in listings.items() if k.rstrip("/").endswith(source.strip("./").rstrip("/"))), [])
     weights = [n for n in names if re.search(r"\.(?:safetensors|bin|pt|pth)$", n)]
-    facts = [_("{file}: FROM {source} (a model folder, not a GGUF)", file=modelfile.path, source=source)]
+    facts = [_("{file}: FROM {source} (not a GGUF)", file=modelfile.path, source=source)]
     if weights:
         facts.append(_("{source} holds {files}", source=source, files=", ".join(weights[:4])))
     arch = re.search(r'"architectures":\s*\[\s*"(\w+)"', text)
     if arch:
         facts.append(_("its config.json: {arch}", arch=arch.group(1)))
-    kind = (_("PyTorch .bin weights, which Ollama does not import (it takes safetensors or GGUF)")
-            if weights and not any(n.endswith(".safetensors") for n in weights)
-            else _("a safetensors folder this Ollama's importer does not take (its architecture or layout)"))
+    if re.search(r"\.(?:bin|ggml|ggmlv3|pt|pth)$", source, re.I):  # one file: an old GGML model, or PyTorch's
+        kind = (_("a GGML file, the format before GGUF, which Ollama no longer imports") if "ggml" in source.lower()
+                else _("a single weights file that is not a GGUF"))
+    elif weights and not any(n.endswith(".safetensors") for n in weights):
+        kind = _("PyTorch .bin weights, which Ollama does not import (it takes safetensors or GGUF)")
+    else:
+        kind = _("a safetensors folder this Ollama's importer does not take (its architecture or layout)")
     return _finding(
-        "ollama-import", _("Ollama could not import the model folder {source}", source=source),
+        "ollama-import", _("Ollama could not import {source}", source=source),
         _("`ollama create` converts a Hugging Face folder itself only for some architectures and layouts; {source} "
           "is {kind}, so its import stops (\"{said}\").", source=source, kind=kind, said=root[:160]),
         _("Convert the folder to a GGUF with llama.cpp (`convert_hf_to_gguf.py`, then `llama-quantize` for a "
@@ -388,3 +394,31 @@ def _ram_below_model(root, text, commands, root_line):
           "quantization_bit, a smaller size of the same family)."),
         ["free -g", f"du -sh {path}", "sudo fallocate -l 64G /swapfile && sudo mkswap /swapfile && sudo swapon /swapfile"],
         facts)
+
+
+# --- a small /dev/shm ---------------------------------------------------------------------------------------
+
+BUS = re.compile(r"return code = -7\b|SIGBUS|Bus error|exitcode\s*:\s*-7\b|signal 7\b")
+
+
+def _shm_too_small(root, text, commands, root_line):
+    if not BUS.search(root):
+        return None
+    for cmd in commands:
+        if not cmd.argv or cmd.argv[0] != "df":
+            continue
+        for line in cmd.output:
+            m = re.match(r"^\S+\s+([\d.]+[KMGT]?)\s+\S+\s+\S+\s+\d+%\s+(/dev/shm)\s*$", line.strip())
+            size = log_facts.gib(m.group(1)) if m else None
+            if size is None or size >= 1:
+                continue
+            facts = [_("/dev/shm: {size} (the log's df)", size=m.group(1))]
+            return FamilyFinding(
+                "shared-memory", _("/dev/shm is {size}: too small for the workers' shared memory", size=m.group(1)),
+                _("The ranks and data loaders pass tensors through shared memory (/dev/shm); at {size} (a container's "
+                  "default) a write past its end kills the process with SIGBUS (\"{said}\").", size=m.group(1),
+                  said=root[:160]),
+                _("Give the container more shared memory: `docker run --ipc=host` or `--shm-size=16g` (Kubernetes: an "
+                  "emptyDir of medium Memory at /dev/shm), then run again."),
+                ["docker run --ipc=host ...", "df -h /dev/shm"], facts, own_cause=True, contradiction=True)
+    return None

@@ -147,6 +147,9 @@ def _families() -> list[str]:
         "pip-conflict": _("pip's own list of installed packages whose requirements the install broke (\"X requires "
                           "torch==1.13.0, but you have torch 1.12.1\"): a fresh environment, or what to remove or "
                           "install"),
+        "driver-library-mismatch": _("NVML's \"Driver/library version mismatch\" (the NVIDIA libraries upgraded under "
+                                     "the loaded kernel module, often by an unattended upgrade): reboot, and hold the "
+                                     "driver packages"),
         "numpy-abi": _("a compiled module built for NumPy 1.x under NumPy 2: the pin"),
         "doctor-verdict": _("the saved devtune doctor report already says the environment does not fit"),
         "file-cut-short": _("a file the error states the expected and the actual size of: a download or copy cut "
@@ -199,6 +202,8 @@ def _families() -> list[str]:
         "ram-below-model": _("a process killed for memory while loading a model whose folder (`du -sh`) is about as "
                              "large as the host's RAM and swap (`free`): more RAM or swap, or a smaller or quantized "
                              "model"),
+        "shared-memory": _("a rank killed by SIGBUS (DeepSpeed's `return code = -7`, \"Bus error\") while `df` "
+                           "shows a /dev/shm under a GiB: --ipc=host or --shm-size"),
         "dataset-columns": _("a column looked for that the dataset_info.json entry does not map, while the file "
                              "has other columns: the \"columns\" mapping to add"),
         "old-release": _("an error of the code itself (an assertion, a wrong call; not a validation message, not the "

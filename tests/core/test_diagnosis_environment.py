@@ -135,3 +135,18 @@ def test_pip_conflicts_name_the_packages_the_install_broke():
                "llamafactory 0.9.5 requires fire, which is not installed.\n")
     first = diagnose_text(missing)[0]
     assert first.id == "pip-conflict" and first.commands[0] == "pip install 'av<=16.0.0,>=10.0.0' fire"
+
+
+def test_a_cpu_only_torch_on_an_amd_gpu_and_the_kernel_modules_api_mismatch():
+    from core.train.failures import diagnose_text
+
+    log = ("$ python -c 'import torch; print(torch.__version__)'\n2.5.1+cpu\n$ rocminfo | grep gfx\n  Name: gfx942\n"
+           "$ llamafactory-cli train x.yaml\nTraceback (most recent call last):\n  File \"t.py\", line 1, in <module>\n"
+           "AssertionError: Torch not compiled with CUDA enabled\n")
+    first = diagnose_text(log)[0]
+    assert first.id == "torch-build-mismatch" and "whl/rocm" in first.commands[0]
+    api = ("$ nvidia-smi\nFailed to initialize NVML: Driver/library version mismatch\n$ dmesg | tail -1\n"
+           "NVRM: API mismatch: the client has the version 535.183.01, but this kernel module has the version "
+           "535.161.08.\n")
+    first = diagnose_text(api)[0]
+    assert first.id == "driver-library-mismatch" and first.commands[0] == "sudo reboot"

@@ -193,3 +193,11 @@ def test_a_model_larger_than_ram_and_swap_in_free_h_units():
     assert found.id == "ram-below-model" and "132 GiB" in found.title and "33 GiB" in found.title
     small = text.replace("132G\t", "15G\t")
     assert finding(small, "Killed") is None
+
+
+def test_a_bus_error_with_a_small_and_a_large_dev_shm():
+    small = ("root@c0ffee:/w# df -h /dev/shm\nFilesystem Size Used Avail Use% Mounted on\nshm 64M 0 64M 0% /dev/shm\n"
+             "root@c0ffee:/w# torchrun --nproc_per_node 2 train.py\nBus error (core dumped)\n")
+    found = finding(small, "Bus error (core dumped)")
+    assert found.id == "shared-memory" and "--shm-size" in found.fix
+    assert finding(small.replace("64M 0 64M", "32G 0 32G"), "Bus error (core dumped)") is None

@@ -344,3 +344,12 @@ def test_an_invalid_choice_names_the_choices_and_a_k_quant_goes_to_llama_quantiz
             "from 'auto', 'half', 'float16', 'bfloat16', 'float', 'float32')\n")
     first = diagnose_text(vllm)[0]
     assert first.id == "wrong-command-keys" and "float16" in first.fix and "llama-quantize" not in first.fix
+
+
+def test_clap_invalid_value_of_a_flag_given_on_the_command_line():
+    from core.train.failures import diagnose_text
+
+    log = ("$ text-generation-launcher --model-id m --quantize gptq4\n"
+           "error: invalid value 'gptq4' for '--quantize <QUANTIZE>'\n  [possible values: awq, eetq, gptq, bitsandbytes]\n")
+    first = diagnose_text(log)[0]
+    assert first.id == "wrong-command-keys" and "gptq" in first.fix and "export" not in first.fix
