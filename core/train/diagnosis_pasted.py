@@ -11,15 +11,9 @@ the message's words; none of them knows a message:
 - DeepSpeed ZeRO-3 in a process that says `distributed training: False`: no launcher started it;
 - a column the loader looked for that the dataset's `dataset_info.json` entry (as shown) does not map, while the
   data file (as shown) has other columns;
-- a container started with GPUs (`docker run --gpus`) whose engine has no NVIDIA runtime (`docker info`'s
-  Runtimes, no nvidia-container-toolkit package);
-- `ollama create` of a Modelfile whose FROM is a Hugging Face folder (not a GGUF) failing in its import: a GGUF
-  made by llama.cpp always imports;
-- a process killed for memory (SIGKILL, the OOM killer) while loading a model whose folder (`du -sh`) is about as
-  large as the host's RAM and swap (`free`) or larger;
-- a rank killed by SIGBUS (DeepSpeed's `return code = -7`, "Bus error") while `df /dev/shm` shows a shared memory of
-  less than a GiB (a container's 64 MB default);
 - an export or chat config that lacks a model setting the training config of the same model had;
+- the machine's own (core.train.diagnosis_pasted_machine): a container engine without the NVIDIA runtime, Ollama's
+  import of what is not a GGUF, a model larger than RAM and swap, SIGBUS with a small /dev/shm;
 - and the paths (core.train.diagnosis_pasted_paths): a relative path from the wrong working directory, a path of
   the wrong kind (a weights file for its folder, a Hub cache root), a model folder without the code its config
   names, a folder the prompt's user cannot write.
@@ -34,7 +28,9 @@ import re
 from core.i18n import _
 from core.train import log_facts
 from core.train.diagnosis_families import FamilyFinding
-from core.train.diagnosis_pasted_paths import given_path, launch_of, not_writable, remote_code_files, wrong_directory
+from core.train.diagnosis_pasted_machine import container_gpu_runtime, ollama_import, ram_below_model, shm_too_small
+from core.train.diagnosis_pasted_paths import (contradiction, given_path, launch_of, not_writable, remote_code_files,
+                                               wrong_directory)
 
 
 def pasted_finding(root: str, frames: str, *, lines: list[tuple[int, str]] | None = None,
@@ -45,16 +41,14 @@ def pasted_finding(root: str, frames: str, *, lines: list[tuple[int, str]] | Non
         return None
     full_text = "\n".join(t for _n, t in lines)
     commands = log_facts.shell_commands(lines)
-    for reason in (not_writable, _container_gpu_runtime, _ollama_import, _ram_below_model, _shm_too_small, _multinode_loopback, _zero3_plain_process, _unresolved_host, _mount, wrong_directory,
+    for reason in (not_writable, container_gpu_runtime, ollama_import, ram_below_model, shm_too_small,
+                   _multinode_loopback, _zero3_plain_process, _unresolved_host, _mount, wrong_directory,
                    given_path, remote_code_files, _dataset_columns, _config_drift):
         found = reason(root, full_text, commands, root_line)
         if found is not None:
             return found
     return None
 
-
-def _finding(fid, title, explanation, fix, commands, facts) -> FamilyFinding:
-    return FamilyFinding(fid, title, explanation, fix, commands, facts, own_cause=True, contradiction=True)
 
 
 # --- several nodes ------------------------------------------------------------------------------------------
@@ -99,7 +93,7 @@ def _multinode_loopback(root, text, commands, root_line):
     if hosts:
         facts.append(_("the jobs ran on: {hosts}", hosts=", ".join(hosts)))
     first = hosts[0] if hosts else "<rank-0 node>"
-    return _finding(
+    return contradiction(
         "multinode-loopback", _("{n} nodes meet at {addr}: each node waits for itself", n=nodes, addr=loop[0]),
         _("The rendezvous address of a run of {n} nodes is the loopback {addr}, which on every node is that node "
           "itself: no node reaches the rank-0 node, so the run hangs until it is cancelled or times out "
@@ -129,7 +123,7 @@ def _unresolved_host(root, text, commands, root_line):
     if hosts_file is not None and name not in hosts_file.text:
         facts.append(_("/etc/hosts has no line for {name}", name=name))
     line = f"{ips[0] if ips else '<this node IP>'} {name}"
-    return _finding(
+    return contradiction(
         "host-unresolved", _("The host name {name} resolves nowhere", name=name),
         _("The launcher reaches its peers (and its own store) by host name, and {name} is in no /etc/hosts and no "
           "DNS, so the connection fails (\"{said}\").", name=name, said=root[:160]),
@@ -162,7 +156,7 @@ def _mount(root, text, commands, root_line):
         fix = _("Copy the model (or the files the error names) to a local disk (ext4, xfs, or /dev/shm) and point "
                 "the run there, or remount {point} with options that support mmap{options}.", point=point,
                 options=f" ({extra})" if extra else "")
-        return _finding(
+        return contradiction(
             "file-system", _("The files are on a {kind} mount that does not support what the loader needs",
                              kind=kind),
             _("The error is the file system's, not the file's: {point} is a {kind} mount, and loaders map weights "
@@ -187,7 +181,7 @@ def _zero3_plain_process(root, text, commands, root_line):
         return None
     config = ZERO3.search(text).group(0).strip()
     facts = [_("the config: {line}", line=config[:120]), _("the run's log: distributed training: False")]
-    return _finding(
+    return contradiction(
         "zero3-no-launcher", _("DeepSpeed ZeRO-3 ran in a plain process, without a distributed launcher"),
         _("The config asks for DeepSpeed ZeRO-3, but the run started as one ordinary process (`distributed "
           "training: False`): DeepSpeed never set up, the model's weights stayed partitioned and empty, and the "
@@ -235,7 +229,7 @@ def _config_drift(root, text, commands, root_line):
     pairs = ", ".join(f"{k}: {train[k]}" for k in lost[:4])
     facts = [_("{file} (training) sets {pairs}", file=train_file.path, pairs=pairs),
              _("{file} (this command) does not", file=use_file.path)]
-    return _finding(
+    return contradiction(
         "config-drift", _("The export config lacks model settings the training had: {keys}", keys=", ".join(lost[:4])),
         _("The model was trained with {pairs}, and the config of this command loads it without them, so it is "
           "built another way than in training (\"{said}\").", pairs=pairs, said=root[:160]),
@@ -282,7 +276,7 @@ def _dataset_columns(root, text, commands, root_line):
     facts = [_("{file}: the entry {name} has no \"columns\"", file=info.path, name=name),
              _("{file}: its rows have {keys}", file=data.path if data else _("the dataset"), keys=", ".join(keys))]
     mapping = f'"columns": {{"{role}": "{column}"}}'
-    return _finding(
+    return contradiction(
         "dataset-columns", _("The dataset's columns are not mapped: {wanted} is looked for, the file has {keys}",
                              wanted=wanted, keys=", ".join(keys)),
         _("The entry {name} in dataset_info.json gives no \"columns\", so LLaMA-Factory looks for its default "
@@ -291,134 +285,3 @@ def _dataset_columns(root, text, commands, root_line):
         _("Map the file's columns in the entry {name} of dataset_info.json: add {mapping} (and the other roles "
           "the file has), then run it again.", name=name, mapping=mapping),
         [f"grep -A4 '\"{name}\"' {info.path}"], facts)
-
-
-# --- a container engine without the GPU runtime -------------------------------------------------------------
-
-NO_GPU_RUNTIME = re.compile(r"(?i)could not select device driver .*capabilities: \[\[gpu\]\]|unknown or invalid runtime "
-                            r"name: nvidia|Unknown runtime specified nvidia|nvidia-container-cli: initialization error|"
-                            r"failed to create shim task: .*nvidia")
-GPU_CONTAINER = re.compile(r"\b(?:docker|podman)\b.*(?:--gpus|--runtime[= ]nvidia|--device[= ]nvidia\.com/gpu)")
-
-
-def _container_gpu_runtime(root, text, commands, root_line):
-    if not NO_GPU_RUNTIME.search(root):
-        return None
-    launch = next((c for c in reversed(commands) if GPU_CONTAINER.search(c.command)
-                   and (root_line is None or c.line < root_line)), None)
-    facts = [_("the command: {command}", command=launch.command[:160])] if launch else []
-    runtimes = re.search(r"^\s*Runtimes: (.*)$", text, re.M)
-    if runtimes:
-        facts.append(_("docker info: Runtimes: {names}", names=runtimes.group(1).strip()))
-    toolkit = next((c for c in commands if "nvidia-container" in c.command and c.argv[:1] in (["dpkg"], ["rpm"],
-                                                                                            ["apt"], ["dnf"])), None)
-    if toolkit is not None and not any("nvidia-container" in t for t in toolkit.output):
-        facts.append(_("`{command}` lists no nvidia-container package", command=toolkit.command))
-    if runtimes and "nvidia" in runtimes.group(1):
-        return None  # the runtime is there: something else
-    return _finding(
-        "container-gpu-runtime", _("The container engine has no NVIDIA runtime"),
-        _("The host's GPU driver is one thing; a container gets the GPUs only through the NVIDIA Container Toolkit, "
-          "which this engine does not have (or is not configured for), so it cannot hand a GPU to the container "
-          "(\"{said}\").", said=root[:160]),
-        _("Install the NVIDIA Container Toolkit (`nvidia-container-toolkit`), configure the engine for it and "
-          "restart it, then start the container again."),
-        ["sudo apt-get install -y nvidia-container-toolkit", "sudo nvidia-ctk runtime configure --runtime=docker",
-         "sudo systemctl restart docker", "docker info | grep -i runtimes"], facts)
-
-
-# --- Ollama's import of a folder ----------------------------------------------------------------------------
-
-def _ollama_import(root, text, commands, root_line):
-    launch = launch_of(commands, root_line)
-    if launch is None or not re.search(r"\bollama create\b", launch.command) or not root.startswith(("Error", "error")):
-        return None
-    modelfile = next((f for f in log_facts.shown_files(commands) if re.search(r"^FROM\s+\S+", f.text, re.M)), None)
-    if modelfile is None:
-        return None
-    source = re.search(r"^FROM\s+(\S+)", modelfile.text, re.M).group(1)
-    if source.endswith(".gguf") or ("/" not in source and ":" in source) or re.fullmatch(r"[\w.\-]+", source):
-        return None  # a GGUF, or a model of Ollama's own library (`FROM llama3:8b`): no import of weights
-    listings = log_facts.listings(commands)
-    names = next((v for k, v in listings.items() if k.rstrip("/").endswith(source.strip("./").rstrip("/"))), [])
-    weights = [n for n in names if re.search(r"\.(?:safetensors|bin|pt|pth)$", n)]
-    facts = [_("{file}: FROM {source} (not a GGUF)", file=modelfile.path, source=source)]
-    if weights:
-        facts.append(_("{source} holds {files}", source=source, files=", ".join(weights[:4])))
-    arch = re.search(r'"architectures":\s*\[\s*"(\w+)"', text)
-    if arch:
-        facts.append(_("its config.json: {arch}", arch=arch.group(1)))
-    if re.search(r"\.(?:bin|ggml|ggmlv3|pt|pth)$", source, re.I):  # one file: an old GGML model, or PyTorch's
-        kind = (_("a GGML file, the format before GGUF, which Ollama no longer imports") if "ggml" in source.lower()
-                else _("a single weights file that is not a GGUF"))
-    elif weights and not any(n.endswith(".safetensors") for n in weights):
-        kind = _("PyTorch .bin weights, which Ollama does not import (it takes safetensors or GGUF)")
-    else:
-        kind = _("a safetensors folder this Ollama's importer does not take (its architecture or layout)")
-    return _finding(
-        "ollama-import", _("Ollama could not import {source}", source=source),
-        _("`ollama create` converts a Hugging Face folder itself only for some architectures and layouts; {source} "
-          "is {kind}, so its import stops (\"{said}\").", source=source, kind=kind, said=root[:160]),
-        _("Convert the folder to a GGUF with llama.cpp (`convert_hf_to_gguf.py`, then `llama-quantize` for a "
-          "smaller type) and point the Modelfile at it: `FROM ./model.gguf`; devtune does both with `devtune merge "
-          "--gguf`."),
-        [f"python llama.cpp/convert_hf_to_gguf.py {source} --outtype f16 --outfile model-f16.gguf",
-         "llama-quantize model-f16.gguf model-q4_k_m.gguf Q4_K_M", "devtune merge --gguf"], facts)
-
-
-# --- a model larger than the host's memory ------------------------------------------------------------------
-
-KILLED = re.compile(r"(?i)SIGKILL|\bKilled\b|Out of memory|oom[-_ ]kill|Cannot allocate memory|MemoryError|exit code 137")
-
-
-def _ram_below_model(root, text, commands, root_line):
-    if not KILLED.search(root):
-        return None
-    memory = log_facts.host_memory(commands)
-    sizes = log_facts.disk_usage(commands)
-    if memory is None or not sizes:
-        return None
-    ram, swap = memory
-    path, size = max(sizes.items(), key=lambda kv: kv[1])
-    if size < 0.8 * (ram + swap):
-        return None
-    facts = [_("host memory: {ram:.0f} GiB RAM, {swap:.0f} GiB swap (the log's free)", ram=ram, swap=swap),
-             _("{path}: {size:.0f} GiB (the log's du)", path=path, size=size)]
-    return _finding(
-        "ram-below-model", _("The model ({size:.0f} GiB) does not fit in the host's memory ({ram:.0f} GiB)",
-                             size=size, ram=ram + swap),
-        _("Loading reads the weights through host RAM; {path} is {size:.0f} GiB and the host has {ram:.0f} GiB of RAM "
-          "and {swap:.0f} GiB of swap, so the kernel killed the process while it loaded (\"{said}\"). The GPU is "
-          "not the limit here.", path=path, size=size, ram=ram, swap=swap, said=root[:120]),
-        _("Give the host more RAM (or add swap) for the loading, or load a smaller or quantized model (a 4-bit "
-          "quantization_bit, a smaller size of the same family)."),
-        ["free -g", f"du -sh {path}", "sudo fallocate -l 64G /swapfile && sudo mkswap /swapfile && sudo swapon /swapfile"],
-        facts)
-
-
-# --- a small /dev/shm ---------------------------------------------------------------------------------------
-
-BUS = re.compile(r"return code = -7\b|SIGBUS|Bus error|exitcode\s*:\s*-7\b|signal 7\b")
-
-
-def _shm_too_small(root, text, commands, root_line):
-    if not BUS.search(root):
-        return None
-    for cmd in commands:
-        if not cmd.argv or cmd.argv[0] != "df":
-            continue
-        for line in cmd.output:
-            m = re.match(r"^\S+\s+([\d.]+[KMGT]?)\s+\S+\s+\S+\s+\d+%\s+(/dev/shm)\s*$", line.strip())
-            size = log_facts.gib(m.group(1)) if m else None
-            if size is None or size >= 1:
-                continue
-            facts = [_("/dev/shm: {size} (the log's df)", size=m.group(1))]
-            return FamilyFinding(
-                "shared-memory", _("/dev/shm is {size}: too small for the workers' shared memory", size=m.group(1)),
-                _("The ranks and data loaders pass tensors through shared memory (/dev/shm); at {size} (a container's "
-                  "default) a write past its end kills the process with SIGBUS (\"{said}\").", size=m.group(1),
-                  said=root[:160]),
-                _("Give the container more shared memory: `docker run --ipc=host` or `--shm-size=16g` (Kubernetes: an "
-                  "emptyDir of medium Memory at /dev/shm), then run again."),
-                ["docker run --ipc=host ...", "df -h /dev/shm"], facts, own_cause=True, contradiction=True)
-    return None

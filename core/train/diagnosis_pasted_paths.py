@@ -21,7 +21,8 @@ NOT_FOUND = re.compile(r"(?i)no such file|not found|no file named|does not exist
 QUOTED_PATH = re.compile(r"'([^'\n]+)'|\"([^\"\n]+)\"|((?:\.{1,2}[\\/])?[\w.\-]+(?:[\\/]+[\w.\-]+)+)")
 
 
-def _finding(fid, title, explanation, fix, commands, facts) -> FamilyFinding:
+def contradiction(fid, title, explanation, fix, commands, facts) -> FamilyFinding:
+    """A finding of what the log showed of the set-up: it decides the cause, ranked first."""
     return FamilyFinding(fid, title, explanation, fix, commands, facts, own_cause=True, contradiction=True)
 
 
@@ -94,7 +95,7 @@ def wrong_directory(root, text, commands, root_line):
             fix = _("Start it from the folder that holds {path} (for LLaMA-Factory: the repository's root, where "
                     "`data/` is), or give an absolute path.", path=relative)
             commands_out = [launch.command]
-        return _finding(
+        return contradiction(
             "wrong-directory", _("Started from the wrong directory: {path} is relative", path=relative),
             _("The program looked for the relative path {path} from its working directory {cwd}, where it is not "
               "(\"{said}\").", path=relative, cwd=launch.cwd, said=root[:160]),
@@ -141,7 +142,7 @@ def given_path(root, text, commands, root_line):
             snaps = [f for f in listings if f.rstrip("/").startswith(path.rstrip("/") + "/snapshots/")]
             snapshot = snaps[0] if snaps else path.rstrip("/") + "/snapshots/<revision>"
             facts = [_("{path} holds {names}: the root of a Hub cache repository", path=path, names=" ".join(names))]
-            return _finding(
+            return contradiction(
                 "wrong-path-kind", _("{path} is a Hub cache repository, not a model folder", path=path),
                 _("The Hub's cache keeps a model as blobs, refs and snapshots; the files a loader reads ({file}) "
                   "are in a snapshot folder, not at the repository's root, so nothing is found there (\"{said}\").",
@@ -158,7 +159,7 @@ def given_path(root, text, commands, root_line):
             wanted = other
             facts = [_("{path} is a file; {file} is beside it in {folder}", path=path, file=wanted[0],
                        folder=parent)]
-            return _finding(
+            return contradiction(
                 "wrong-path-kind", _("A file is given where its folder is wanted: {path}", path=path),
                 _("The tool reads a folder ({file} and the weights beside it), and was given the weights file "
                   "itself, so it looks for {file} where there is none (\"{said}\").", file=wanted[0],
@@ -196,7 +197,7 @@ def remote_code_files(root, text, commands, root_line):
                  _("{folder} holds no {files} (the log's listing)", folder=folder, files=", ".join(missing))]
         get = (f'hf download {repo} --include "*.py" --local-dir {folder}' if repo
                else f"cp <base model folder>/*.py {folder}/")
-        return _finding(
+        return contradiction(
             "remote-code-files", _("The model folder lacks the code its config names: {files}",
                                    files=", ".join(missing)),
             _("config.json's auto_map loads the model's classes from {files}{origin}, and the folder has no such "
@@ -235,7 +236,7 @@ def not_writable(root, text, commands, root_line):
         fix_command = f"sudo chmod 1777 {path}" if shared else f"sudo chown {user} {path}"
         facts = [_("{path}: {mode} {owner} {group}, and the prompt's user is {user}", path=path, mode=mode,
                    owner=owner, group=group, user=user), _("the log: {line}", line=said[:160])]
-        return _finding(
+        return contradiction(
             "not-writable", _("{path} is not writable for {user}", path=path, user=user),
             _("{path} belongs to {owner} with mode {mode}, so {user}'s processes cannot create files in it "
               "(\"{said}\"); what failed after that is a consequence (\"{root}\").", path=path, owner=owner,
