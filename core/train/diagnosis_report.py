@@ -8,7 +8,8 @@ core.train.failures ranks the rules' diagnoses and names the root exception; the
   diagnosis comes first when no rule explained the root (only the generic root-cause one, or a symptom), or
   when it overrides the rule that did (a full /dev/shm is no full disk), and second otherwise;
 - quotes the known upstream thread (core.train.known_issues) on the first diagnosis: "seen upstream: <link>"
-  with that thread's fix.
+  with that thread's fix; when no rule or family explained the root (only a generic diagnosis), the thread's
+  cause and fix are the first diagnosis (`known-issue`).
 - makes each rule's machine-specific advice agree with the machine the log describes (core.train.diagnosis_advice).
 - right after the environment, asks core.train.diagnosis_settings for a setting of this run whose own
   documentation says it causes this failure (ranked first, like a contradiction), then
@@ -137,6 +138,13 @@ def with_family(found: list[Diagnosis], cause: RootCause, logs: list[tuple[str, 
             found.insert(1, family)
     own = finding is not None and finding.own_cause and found[0].id == finding.id
     issue = match_known_issue(root) if exc is not None and not own else None
-    if issue is not None:
-        found[0].evidence.append(LogEvidence(_("seen upstream"), None, f"{issue.link}: {issue.fix_text()}"))
+    if issue is None:
+        return found
+    seen = LogEvidence(_("seen upstream"), None, f"{issue.link}: {issue.fix_text()}")
+    if found[0].id in GENERIC:  # no rule or family explained it: the thread's cause is the best one known
+        known = Diagnosis("known-issue", issue.cause_text(),
+                          _("This error is reported upstream ({link}); the thread found this cause.", link=issue.link),
+                          issue.fix_text(), [], found[0].evidence + [seen], found[0].score + 1)
+        return [known] + [d for d in found if d.id != "root-cause"]
+    found[0].evidence.append(seen)
     return found

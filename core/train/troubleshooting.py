@@ -211,9 +211,11 @@ def _families() -> list[str]:
                          "well behind the one devtune is built on): update first"),
     }
     lines += [f"- `{fid}`: {text}" for fid, text in about.items()] + [""]
-    lines += ["### " + _("Seen upstream"), "", _("A root line like one of these also shows the thread and its fix:"),
+    lines += ["### " + _("Seen upstream"), "",
+              _("A root line like one of these (by similarity of the normalised text) shows the thread, its cause and "
+                "its fix; when no rule or family explained the root, they are the first diagnosis (`known-issue`):"),
               ""]
-    lines += [f"- `{e.signature}`: {e.fix_text()} ({e.link})" for e in known_issues()]
+    lines += [f"- `{e.signature}`: {e.cause_text()} {e.fix_text()} ({e.link})" for e in known_issues()]
     return lines + [""]
 
 

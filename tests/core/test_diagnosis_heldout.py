@@ -9,7 +9,6 @@ import pytest
 
 from core.train.diagnosis_native import find_native_abort
 from core.train.failures import diagnose_files
-from core.train.known_issues import known_issues, match_known_issue
 from core.train.root_cause import PREFIX
 
 HELDOUT = Path(__file__).parents[1] / "fixtures" / "logs" / "heldout"
@@ -70,20 +69,6 @@ def test_a_library_line_is_the_root_of_a_native_abort_not_the_abort():
     assert find_native_abort(numbered, PREFIX) == (2, None, numbered[1][1])
     assert find_native_abort([(1, "Aborted (core dumped)")], PREFIX) == (1, None, "Aborted (core dumped)")
     assert find_native_abort([(1, "hipBLASLt error: Heuristic Fetch Failed!")], PREFIX) is None  # it falls back
-
-
-def test_every_known_issue_matches_its_own_example():
-    for entry in known_issues():
-        assert match_known_issue(entry.example) == entry, entry.id
-        assert entry.link.startswith("https://github.com/")
-
-
-@pytest.mark.parametrize("root", ["RuntimeError: CUDA error: out of memory", "ValueError: Template llama-3 does not exist.",
-                                  "OSError: [Errno 28] No space left on device", "KeyError: 'instruction'",
-                                  "ImportError: cannot import name 'LlamaConfig' from 'transformers'",
-                                  "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970"])
-def test_unrelated_roots_match_no_known_issue(root):
-    assert match_known_issue(root) is None
 
 
 def test_a_matching_root_shows_the_thread_seen_upstream():

@@ -36,7 +36,7 @@ bit cmake nvcc python worker cache Jinja logit gated rendezvous pyarrow rccl pyt
 fused Adam supervisor traceback schema alpha dropout ptrace Enter Esc Lines stdout stderr pid cpu
 platform access rocm nvidia env libraries serving multigpu toolchain Markdown Word docx html pdf chatlog
 xlsx xls ods pptx epub
-Ollama Modelfile Container Toolkit Kubernetes
+Ollama Modelfile Container Toolkit Kubernetes unsloth Tensile axolotl
 """.split())
 
 PLACEHOLDER = re.compile(r"\{[^{}]*\}|%\(\w+\)[srd]")
