@@ -55,7 +55,8 @@ FAMILIES = ("version-skew", "resource-exhaustion", "rendezvous-network", "gpu-ru
             "wrong-directory", "multinode-loopback", "host-unresolved", "file-system", "zero3-no-launcher",
             "config-drift", "dataset-columns", "wrong-path-kind", "remote-code-files",
             "not-writable", "container-gpu-runtime", "pip-conflict", "ollama-import",
-            "ram-below-model", "driver-library-mismatch")
+            "ram-below-model", "driver-library-mismatch",
+            "config-field-rejected")  # core.train.diagnosis_validation
 # the settings families above are core.train.diagnosis_settings (from the libraries' own settings, knobs.json); the
 # last group core.train.diagnosis_pasted (what the log's shell commands showed) and diagnosis_environment (pip)
 SITE = re.compile(r"(?:site|dist)-packages/([A-Za-z_][\w]*)/")

@@ -15,6 +15,7 @@ core.train.failures ranks the rules' diagnoses and names the root exception; the
   documentation says it causes this failure (ranked first, like a contradiction), then
   core.train.diagnosis_model_files for what the log shows of the model's files (a git-lfs pointer, quantized
   weights);
+- then a config the tool's own schema rejected (pydantic's field errors, core.train.diagnosis_validation);
 - right after the environment, core.train.diagnosis_pasted: what the person's own shell commands in the log
   showed of the set-up (the prompt's working directory, the nodes, a mount, a host lookup, the configs);
 - before them all, asks core.train.diagnosis_environment whether the environment facts the log printed (and the
@@ -37,6 +38,7 @@ from core.train.diagnosis_families_setup import setup_finding
 from core.train.diagnosis_model_files import model_files_finding
 from core.train.diagnosis_pasted import pasted_finding
 from core.train.diagnosis_signature import signature_skew
+from core.train.diagnosis_validation import validation_finding
 from core.train.diagnosis_settings import settings_finding, settings_first_finding
 from core.train.diagnosis_model import Diagnosis, LogEvidence, exception_evidence, where_evidence
 from core.train.known_issues import match_known_issue
@@ -114,6 +116,7 @@ def with_family(found: list[Diagnosis], cause: RootCause, logs: list[tuple[str, 
                    logs[0][1] if logs and exc is None else None)  # a signal alone: the first log's commands
     finding = (environment_finding(root, frames, log_text=log_text, doctor=run.doctor)
                or pasted_finding(root, frames, lines=own_log, root_line=exc.line if exc is not None else None)
+               or validation_finding(root, log_text)
                or settings_first_finding(root, frames, log_text=log_text, settings=run)
                or model_files_finding(root, frames, log_text=log_text)
                or config_finding(root, frames, log_text=log_text, settings=run)

@@ -206,6 +206,11 @@ def _families() -> list[str]:
                            "shows a /dev/shm under a GiB: --ipc=host or --shm-size"),
         "dataset-columns": _("a column looked for that the dataset_info.json entry does not map, while the file "
                              "has other columns: the \"columns\" mapping to add"),
+        "config-field-rejected": _("a config the tool's own schema rejected (pydantic's `N validation errors for "
+                                   "Model` with each field, what it wants and what it was given): the edit follows "
+                                   "from the error type (a mapping written as a list, a required key added, a key "
+                                   "this release does not have removed or moved, one of the listed values, a number "
+                                   "without quotes)"),
         "old-release": _("an error of the code itself (an assertion, a wrong call; not a validation message, not the "
                          "machine) on a path through an old LLaMA-Factory (llmtuner, LLaMA-Efficient-Tuning, a release "
                          "well behind the one devtune is built on): update first"),
